@@ -1,0 +1,54 @@
+# The series: `make` builds every chapter, `make test` tests them, `make bench` times
+# them on this machine's GPU and draws the plots. `make help` lists the targets.
+
+CHAPTERS := $(patsubst %/Makefile,%,$(sort $(wildcard 0[1-7]_*/Makefile)))
+GPU_NAME := $(shell nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -c 'A-Za-z0-9_.\n-' '_')
+CSV := $(CURDIR)/plots/results/$(if $(GPU_NAME),$(GPU_NAME),no_gpu).csv
+VENV := .venv
+PYTHON := $(shell python3 -c 'import matplotlib' 2>/dev/null && echo python3 || echo $(VENV)/bin/python)
+
+.PHONY: all test bench plots sanitize data clean help venv $(CHAPTERS)
+
+all: $(CHAPTERS)
+
+$(CHAPTERS):
+	$(MAKE) -C $@
+
+test:
+	bash tests/run_tests.sh
+
+bench: all
+	@test -n "$(GPU_NAME)" || { echo "make bench needs an NVIDIA GPU (nvidia-smi found none)" >&2; exit 1; }
+	mkdir -p plots/results
+	rm -f "$(CSV)"
+	set -e; for ch in $(CHAPTERS); do $(MAKE) -C $$ch bench CSV="$(CSV)"; done
+	$(MAKE) plots
+
+# Uses python3 if it already has matplotlib, else a venv made from requirements.txt.
+venv: $(if $(filter python3,$(PYTHON)),,$(VENV)/bin/python)
+
+$(VENV)/bin/python: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements.txt
+
+plots: venv
+	$(PYTHON) plots/plot.py plots/results
+
+sanitize: all
+	bash tests/sanitize.sh
+
+data:
+	$(MAKE) -C 07_mnist_mlp data
+
+clean:
+	for ch in $(CHAPTERS); do $(MAKE) -C $$ch clean; done
+	rm -rf tests/build
+
+help:
+	@echo "make            build every chapter (ARCH=sm_90 to pick the GPU target)"
+	@echo "make test       build, host tests, GPU checks (skipped without a GPU)"
+	@echo "make bench      time every chapter on this GPU, write plots/results/<GPU>.csv, draw plots"
+	@echo "make plots      draw plots/<chapter>.png from plots/results/*.csv"
+	@echo "make sanitize   compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every --check"
+	@echo "make data       fetch MNIST into data/mnist (DATASET=fashion: Debian's Fashion-MNIST)"
+	@echo "make clean      remove build outputs"

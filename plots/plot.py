@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Draw one PNG per chapter from the benchmark CSVs in a results folder.
+
+usage: plot.py RESULTS_DIR [--out DIR]
+
+Every CSV in RESULTS_DIR (one per GPU, columns as in common/report.h) is read; for each
+chapter a figure plots/<chapter>.png gets one panel per unit: a bar chart of every
+version against its ceiling where the unit was measured at one size, and a line per
+version across sizes where it was measured at several. A chapter folder may hold
+plot_extra.py with draw(rows, out_dir) for figures of its own (timelines, curves).
+"""
+import argparse
+import csv
+import importlib.util
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLUMNS = ["gpu", "chapter", "kernel", "role", "size", "time_ms", "value", "unit",
+           "ceiling", "ceiling_value", "pct_of_ceiling"]
+ROLE_COLOURS = {"naive": "#c44e52", "step": "#8c8c8c", "optimized": "#55a868", "ceiling": "#4c72b0"}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(msg):
+    print(f"plot.py: {msg}", file=sys.stderr)
+    print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    sys.exit(2)
+
+
+def read_rows(results_dir):
+    """All rows of all CSVs in results_dir, numbers converted; exits 2 on a malformed file."""
+    files = sorted(f for f in os.listdir(results_dir) if f.endswith(".csv"))
+    if not files:
+        fail(f"no .csv files in {results_dir}")
+    rows = []
+    for name in files:
+        path = os.path.join(results_dir, name)
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames != COLUMNS:
+                fail(f"{path}: header is {reader.fieldnames}, expected {','.join(COLUMNS)}")
+            for line, r in enumerate(reader, start=2):
+                try:
+                    for k in ("time_ms", "value", "ceiling_value", "pct_of_ceiling"):
+                        r[k] = float(r[k])
+                except (TypeError, ValueError):
+                    fail(f"{path}:{line}: a number column is not a number")
+                rows.append(r)
+    return rows
+
+
+def elements(size):
+    """Sort key of a size string such as '4096' or '127x129x131'."""
+    n = 1
+    for d in size.split("x"):
+        n *= int(d) if d.isdigit() else 1
+    return n
+
+
+def unique(seq):
+    return list(dict.fromkeys(seq))
+
+
+def bar_panel(ax, rows, unit):
+    """Each version at one size, its value as a bar, with the % of its ceiling written on it."""
+    labels = [r["kernel"] for r in rows]
+    bars = ax.bar(range(len(rows)), [r["value"] for r in rows],
+                  color=[ROLE_COLOURS.get(r["role"], "#999999") for r in rows])
+    for bar, r in zip(bars, rows):
+        ax.annotate(f"{r['pct_of_ceiling']:.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel(unit)
+    ax.set_title(f"size {rows[0]['size']} (% of {rows[0]['ceiling']} on the bars)", fontsize=9)
+
+
+def line_panel(ax, rows, unit):
+    """Each version across sizes."""
+    sizes = sorted(unique(r["size"] for r in rows), key=elements)
+    for kernel in unique(r["kernel"] for r in rows):
+        pts = {r["size"]: r["value"] for r in rows if r["kernel"] == kernel}
+        xs = [i for i, s in enumerate(sizes) if s in pts]
+        role = next(r["role"] for r in rows if r["kernel"] == kernel)
+        ax.plot(xs, [pts[sizes[i]] for i in xs], marker="o", markersize=3, label=kernel,
+                linestyle="--" if role == "ceiling" else "-")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels(sizes, rotation=35, ha="right", fontsize=7)
+    ax.set_ylabel(unit)
+    if unit == "ms":
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
+def draw_chapter(chapter, rows, out_dir):
+    """One figure per GPU for the chapter: a panel per (unit, kind of panel)."""
+    for gpu in unique(r["gpu"] for r in rows):
+        mine = [r for r in rows if r["gpu"] == gpu]
+        panels = []
+        for unit in unique(r["unit"] for r in mine):
+            of_unit = [r for r in mine if r["unit"] == unit]
+            sizes = unique(r["size"] for r in of_unit)
+            kernels_per_size = {s: sum(1 for r in of_unit if r["size"] == s) for s in sizes}
+            if len(sizes) == 1 or all(v > 1 for v in kernels_per_size.values()) and len(sizes) <= 2:
+                for s in sizes:
+                    panels.append(("bar", unit, [r for r in of_unit if r["size"] == s]))
+            else:
+                panels.append(("line", unit, of_unit))
+        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+        for ax, (kind, unit, prow) in zip(axes[0], panels):
+            (bar_panel if kind == "bar" else line_panel)(ax, prow, unit)
+        fig.suptitle(f"{chapter} on {gpu}")
+        fig.tight_layout()
+        suffix = "" if len(unique(r["gpu"] for r in rows)) == 1 else "_" + gpu.replace(" ", "_")
+        path = os.path.join(out_dir, f"{chapter}{suffix}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(f"wrote {path}")
+
+
+def draw_extra(chapter, rows, out_dir):
+    """Runs the chapter's own plot_extra.py, if it has one."""
+    path = os.path.join(ROOT, chapter, "plot_extra.py")
+    if not os.path.exists(path):
+        return
+    spec = importlib.util.spec_from_file_location(f"plot_extra_{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.draw(rows, out_dir)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Draw one PNG per chapter from benchmark CSVs.")
+    parser.add_argument("results_dir", help="folder of <GPU>.csv files")
+    parser.add_argument("--out", default=os.path.join(ROOT, "plots"), help="where the PNGs go")
+    args = parser.parse_args()
+    if not os.path.isdir(args.results_dir):
+        fail(f"{args.results_dir} is not a folder")
+    rows = read_rows(args.results_dir)
+    os.makedirs(args.out, exist_ok=True)
+    for chapter in sorted(unique(r["chapter"] for r in rows)):
+        mine = [r for r in rows if r["chapter"] == chapter]
+        draw_chapter(chapter, mine, args.out)
+        draw_extra(chapter, mine, args.out)
+
+
+if __name__ == "__main__":
+    main()

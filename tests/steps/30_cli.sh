@@ -1,0 +1,42 @@
+# Step 3: every chapter binary answers --help and rejects bad input with exit 2, a reason
+# and the usage, before touching the GPU.
+source "$ROOT/tests/lib.sh"
+
+# expect_usage_error NAME CMD...: exit 2, stderr starts with "program: reason" and holds the usage.
+expect_usage_error() {
+    local name=$1; shift
+    local err rc
+    err=$("$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -eq 2 ] && printf '%s' "$err" | head -n 1 | grep -q ': ' && printf '%s' "$err" | grep -q '^usage: '; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name (exit $rc)"; printf '%s\n' "$err" | head -n 5 | sed 's/^/    /'
+    fi
+}
+
+for ch in $CHAPTERS; do
+    bin=$(chapter_bin "$ch")
+    if [ ! -x "$bin" ]; then echo "FAIL cli $ch: $bin was not built"; continue; fi
+    b=$(basename "$bin")
+    if "$bin" --help | grep -q '^usage: '; then echo "PASS $b --help"; else echo "FAIL $b --help"; fi
+    expect_usage_error "$b -n -5" "$bin" -n -5
+    expect_usage_error "$b -n abc" "$bin" -n abc
+    expect_usage_error "$b -n 99999999999999" "$bin" -n 99999999999999
+    expect_usage_error "$b -n (no value)" "$bin" -n
+    expect_usage_error "$b -n 1,,2" "$bin" -n 1,,2
+    expect_usage_error "$b --bogus" "$bin" --bogus
+    expect_usage_error "$b --kernel nosuch" "$bin" --kernel nosuch
+    expect_usage_error "$b --reps 0" "$bin" --reps 0
+done
+
+# NN_topic/bad_args.txt: the chapter's own bad input, one case a line (the arguments
+# only); each must exit 2 with a reason and the usage.
+for ch in $CHAPTERS; do
+    [ -f "$ROOT/$ch/bad_args.txt" ] || continue
+    bin=$(chapter_bin "$ch")
+    while read -r args; do
+        case "$args" in ''|'#'*) continue ;; esac
+        # shellcheck disable=SC2086
+        expect_usage_error "$(basename "$bin") $args" "$bin" $args
+    done < "$ROOT/$ch/bad_args.txt"
+done
