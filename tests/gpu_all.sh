@@ -21,7 +21,7 @@ export ARCH=${ARCH:-sm_90}
     for ch in "${chapters[@]}"; do make -C "$ch" 2>&1 | tail -n 5; done
 } 2>&1 | tee "$OUT/build.log"
 make test 2>&1 | tee "$OUT/test.log"
-if [ "$sanitize" = 1 ]; then bash tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log"; fi
+if [ "$sanitize" = 1 ]; then bash tests/sanitize.sh "${chapters[@]}" 2>&1 | tee "$OUT/sanitize.log"; fi
 if [ "$bench" = 1 ]; then
     for ch in "${chapters[@]}"; do
         make -C "$ch" bench CSV="$OUT/bench.csv" 2>&1 | tee -a "$OUT/bench.log"

@@ -3,6 +3,7 @@
 # every chapter's --check at small sizes. The arguments come from each chapter's
 # sanitize_args file (one run a line, e.g. "--check -n 1,1021,4097"). Any reported error
 # fails. Ends with "N passed, N failed, N skipped".
+#   bash tests/sanitize.sh [CHAPTER...]   (default: every chapter)
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,6 +15,7 @@ if ! command -v compute-sanitizer >/dev/null 2>&1 || ! have_gpu; then
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
 fi
+[ $# -gt 0 ] && CHAPTERS="${*%/}"
 for ch in $CHAPTERS; do
     bin=$(chapter_bin "$ch")
     argsfile="$ch/sanitize_args"
