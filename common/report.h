@@ -72,7 +72,8 @@ static inline void table_header(const char *title)
 static inline void table_row(const BenchRow *r, double base_ms)
 {
     char rate[32], speed[16] = "";
-    snprintf(rate, sizeof rate, "%.4g %s", r->value, r->unit);
+    if (strcmp(r->unit, "ms") == 0) snprintf(rate, sizeof rate, "-"); /* the time says it */
+    else snprintf(rate, sizeof rate, "%.4g %s", r->value, r->unit);
     if (base_ms > 0.0) snprintf(speed, sizeof speed, "%.2fx", base_ms / r->time_ms);
     printf("%-24s %-9s %-16s %11.4f %12s %8.1f%% %8s\n", r->kernel, r->role, r->size, r->time_ms,
            rate, pct_of_ceiling(r), speed);

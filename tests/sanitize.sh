@@ -28,7 +28,7 @@ for ch in $CHAPTERS; do
             [ "$tool" = memcheck ] && extra="--leak-check full"
             # shellcheck disable=SC2086
             if compute-sanitizer --tool "$tool" $extra --error-exitcode 99 "$bin" $args > "$log" 2>&1 \
-               && grep -q 'ERROR SUMMARY: 0 errors' "$log"; then
+               && grep -Eq '(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\))' "$log"; then
                 echo "PASS $tool $(basename "$bin") $args"; passed=$((passed + 1))
             else
                 echo "FAIL $tool $(basename "$bin") $args (log: $log)"; tail -n 15 "$log" | sed 's/^/    /'
