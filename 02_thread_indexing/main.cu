@@ -1,0 +1,278 @@
+/* Chapter 02 driver: thread indexing on a matrix. --check validates every matrix add against
+ * a double-precision CPU sum and every transpose against an exact CPU transpose; --bench
+ * times both families against the device-to-device copy bandwidth measured in the same run. */
+#include "common/cli.h"
+#include "common/cuda_utils.cuh"
+#include "common/report.h"
+#include "common/validate.h"
+#include "kernels.cuh"
+#include "reference.h"
+
+#define CHAPTER "02_thread_indexing"
+
+typedef struct {
+    const char *name;
+    const char *role;
+    MatrixAddLauncher launch;
+} AddVersion;
+
+typedef struct {
+    const char *name;
+    const char *role;
+    TransposeLauncher launch;
+} TransposeVersion;
+
+/* Each family starts with its naive version: the speedups are against it. */
+static const AddVersion ADD_VERSIONS[] = {
+    {"add_1d_columns", "naive", launch_add_1d_columns},
+    {"add_2d_grid_1d_block", "step", launch_add_2d_grid_1d_block},
+    {"add_2d_32x8", "step", launch_add_2d<32, 8>},
+    {"add_2d_32x32", "step", launch_add_2d<32, 32>},
+    {"add_2d_16x16", "step", launch_add_2d<16, 16>},
+    {"add_2d_8x32", "step", launch_add_2d<8, 32>},
+    {"add_2d_128x2", "step", launch_add_2d<128, 2>},
+    {"add_2d_64x4", "step", launch_add_2d<64, 4>},
+    {"add_2d_swapped_32x8", "step", launch_add_2d_swapped<32, 8>},
+    {"add_float4", "optimized", launch_add_float4},
+};
+#define NADD (int)(sizeof ADD_VERSIONS / sizeof ADD_VERSIONS[0])
+
+static const TransposeVersion TRANSPOSE_VERSIONS[] = {
+    {"transpose_naive", "naive", launch_transpose_naive},
+    {"transpose_smem", "step", launch_transpose_smem<0, 32>},
+    {"transpose_smem_padded", "step", launch_transpose_smem<1, 32>},
+    {"transpose_smem_32x16", "step", launch_transpose_smem<1, 16>},
+    {"transpose_smem_32x8", "optimized", launch_transpose_smem<1, 8>},
+    {"transpose_smem_32x4", "step", launch_transpose_smem<1, 4>},
+    {"transpose_smem64_32x8", "step", launch_transpose_smem64<8>},
+    {"transpose_smem64_32x16", "step", launch_transpose_smem64<16>},
+};
+#define NTRANSPOSE (int)(sizeof TRANSPOSE_VERSIONS / sizeof TRANSPOSE_VERSIONS[0])
+
+static const char *const KERNEL_NAMES[] = {
+    "add_1d_columns", "add_2d_grid_1d_block", "add_2d_32x8", "add_2d_32x32", "add_2d_16x16",
+    "add_2d_8x32", "add_2d_128x2", "add_2d_64x4", "add_2d_swapped_32x8", "add_float4",
+    "transpose_naive", "transpose_smem", "transpose_smem_padded", "transpose_smem_32x16",
+    "transpose_smem_32x8", "transpose_smem_32x4", "transpose_smem64_32x8", "transpose_smem64_32x16",
+    NULL};
+
+typedef struct { int nx, ny; } MatrixSize;
+
+/* 1x1, shapes that are not multiples of any block side or of 4 (float4 rows start
+ * unaligned), single rows and columns, a very flat matrix, and the bench size. */
+static const MatrixSize CHECK_SIZES[] = {{1, 1},     {7, 13},    {33, 17}, {1000, 1},
+                                         {1, 1000},  {257, 129}, {4097, 3}, {8192, 8192}};
+static const MatrixSize BENCH_SIZE = {8192, 8192};
+
+/* 65535 keeps every grid dimension within its limit (gridDim.y <= 65535 in
+ * add_2d_grid_1d_block) and 99999999999999 out at parse time. */
+static const ProgramSpec SPEC = {
+    "thread_indexing",
+    "Chapter 02: matrix add and transpose with different thread mappings, against copy bandwidth.",
+    "matrix sizes NXxNY (NX columns, NY rows) or N for NxN, each side up to 65535\n"
+    "                   (check default: 1x1,7x13,33x17,1000x1,1x1000,257x129,4097x3,8192x8192;\n"
+    "                   bench default: 8192x8192)",
+    NULL, KERNEL_NAMES, 2, 65535, NULL, NULL};
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
+    return p;
+}
+
+static MatrixSize to_matrix_size(const ProblemSize *p)
+{
+    MatrixSize m = {(int)p->dim[0], p->ndims == 2 ? (int)p->dim[1] : (int)p->dim[0]};
+    return m;
+}
+
+static size_t elements(MatrixSize m) { return (size_t)m.nx * (size_t)m.ny; }
+
+typedef struct {
+    float *a, *b, *c;
+    int nx, ny;
+    MatrixAddLauncher add;
+    TransposeLauncher transpose;
+} Matrices;
+
+static void alloc_device(Matrices *d, MatrixSize m)
+{
+    size_t bytes = elements(m) * sizeof(float);
+    d->nx = m.nx;
+    d->ny = m.ny;
+    CUDA_CHECK(cudaMalloc(&d->a, bytes));
+    CUDA_CHECK(cudaMalloc(&d->b, bytes));
+    CUDA_CHECK(cudaMalloc(&d->c, bytes));
+}
+
+static void free_device(Matrices *d)
+{
+    CUDA_CHECK(cudaFree(d->a));
+    CUDA_CHECK(cudaFree(d->b));
+    CUDA_CHECK(cudaFree(d->c));
+}
+
+static int any_selected_add(const Options *o)
+{
+    for (int v = 0; v < NADD; v++)
+        if (kernel_selected(o, ADD_VERSIONS[v].name)) return 1;
+    return 0;
+}
+
+static int any_selected_transpose(const Options *o)
+{
+    for (int v = 0; v < NTRANSPOSE; v++)
+        if (kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) return 1;
+    return 0;
+}
+
+/* Copies the GPU result back and compares it with ref; returns 1 if it passes. */
+static int compare(const char *name, const char *size, const float *d_out, float *h_out,
+                   const double *ref, size_t n, double tol)
+{
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(h_out, d_out, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return report_check(name, size, max_rel_error(h_out, ref, n, 1e-30, NULL), tol);
+}
+
+/* Validates every selected version at one size on fresh random inputs; returns failures.
+ * Matrix add, tolerance 2^-24: a + b in float is the exact sum rounded once, at most half
+ * an ulp from the double sum. Transpose, tolerance 0: it only moves floats, so every
+ * element must come back bit for bit. */
+static int check_size(const Options *o, MatrixSize m)
+{
+    size_t n = elements(m), bytes = n * sizeof(float);
+    float *a = (float *)xmalloc(bytes), *b = (float *)xmalloc(bytes), *c = (float *)xmalloc(bytes);
+    double *ref = (double *)xmalloc(n * sizeof(double));
+    unsigned long long seed = o->seed + (unsigned long long)m.nx * 65536ULL + (unsigned long long)m.ny;
+    fill_uniform(a, n, -1.0f, 1.0f, seed);
+    fill_uniform(b, n, -1.0f, 1.0f, seed + 1);
+
+    Matrices d;
+    alloc_device(&d, m);
+    CUDA_CHECK(cudaMemcpy(d.a, a, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d.b, b, bytes, cudaMemcpyHostToDevice));
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", m.nx, m.ny);
+    int failures = 0;
+
+    ch02_add_reference(a, b, ref, m.nx, m.ny);
+    for (int v = 0; v < NADD; v++) {
+        if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
+        poison_device(d.c, bytes);
+        ADD_VERSIONS[v].launch(d.a, d.b, d.c, m.nx, m.ny);
+        failures += !compare(ADD_VERSIONS[v].name, size, d.c, c, ref, n, 0x1p-24);
+    }
+    ch02_transpose_reference(a, ref, m.nx, m.ny);
+    for (int v = 0; v < NTRANSPOSE; v++) {
+        if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;
+        poison_device(d.c, bytes);
+        TRANSPOSE_VERSIONS[v].launch(d.a, d.c, m.nx, m.ny);
+        failures += !compare(TRANSPOSE_VERSIONS[v].name, size, d.c, c, ref, n, 0.0);
+    }
+    free_device(&d);
+    free(a); free(b); free(c); free(ref);
+    return failures;
+}
+
+static void run_add(void *p)
+{
+    Matrices *d = (Matrices *)p;
+    d->add(d->a, d->b, d->c, d->nx, d->ny);
+}
+
+static void run_transpose(void *p)
+{
+    Matrices *d = (Matrices *)p;
+    d->transpose(d->a, d->c, d->nx, d->ny);
+}
+
+static void emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double base_ms, int to_csv)
+{
+    table_row(r, base_ms);
+    if (to_csv && o->csv && csv_append(o->csv, info->name, CHAPTER, r) != 0) exit(1);
+}
+
+/* Both families at one size: GB/s counts bytes read + written (add: 2 reads + 1 write of
+ * 4 bytes per element; transpose: 1 read + 1 write), against a device-to-device copy of
+ * one matrix measured now, which also counts read + written. The copy row is printed
+ * under both tables and written to the CSV once. */
+static void bench_size(const Options *o, const DeviceInfo *info, MatrixSize m)
+{
+    size_t bytes = elements(m) * sizeof(float);
+    float copy_ms;
+    double copy_gbs = copy_bandwidth_gbs(bytes, o->reps, &copy_ms);
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", m.nx, m.ny);
+    BenchRow copy = {"d2d_copy", "ceiling", size, copy_ms, copy_gbs, "GB/s", "d2d_copy", copy_gbs};
+
+    Matrices d;
+    alloc_device(&d, m);
+    float *host = (float *)xmalloc(bytes);
+    fill_uniform(host, elements(m), -1.0f, 1.0f, o->seed);
+    CUDA_CHECK(cudaMemcpy(d.a, host, bytes, cudaMemcpyHostToDevice));
+    fill_uniform(host, elements(m), -1.0f, 1.0f, o->seed + 1);
+    CUDA_CHECK(cudaMemcpy(d.b, host, bytes, cudaMemcpyHostToDevice));
+    free(host);
+
+    if (any_selected_add(o)) {
+        table_header("matrix add: GB/s counts 2 reads + 1 write per element; ceiling = device-to-device copy");
+        double base_ms = 0.0;
+        for (int v = 0; v < NADD; v++) {
+            if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
+            d.add = ADD_VERSIONS[v].launch;
+            float ms = time_median_ms(run_add, &d, 3, o->reps);
+            if (v == 0) base_ms = ms;
+            BenchRow r = {ADD_VERSIONS[v].name, ADD_VERSIONS[v].role, size, ms, gbs(3.0 * bytes, ms),
+                          "GB/s", "d2d_copy", copy_gbs};
+            emit(o, info, &r, base_ms, 1);
+        }
+        emit(o, info, &copy, 0.0, 1);
+    }
+    if (any_selected_transpose(o)) {
+        table_header("transpose: GB/s counts 1 read + 1 write per element; ceiling = device-to-device copy");
+        double base_ms = 0.0;
+        for (int v = 0; v < NTRANSPOSE; v++) {
+            if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;
+            d.transpose = TRANSPOSE_VERSIONS[v].launch;
+            float ms = time_median_ms(run_transpose, &d, 3, o->reps);
+            if (v == 0) base_ms = ms;
+            BenchRow r = {TRANSPOSE_VERSIONS[v].name, TRANSPOSE_VERSIONS[v].role, size, ms,
+                          gbs(2.0 * bytes, ms), "GB/s", "d2d_copy", copy_gbs};
+            emit(o, info, &r, base_ms, 1);
+        }
+        emit(o, info, &copy, 0.0, !any_selected_add(o));
+    }
+    free_device(&d);
+}
+
+int main(int argc, char **argv)
+{
+    Options o;
+    parse_args(argc, argv, &SPEC, &o);
+    DeviceInfo info;
+    get_device_info(&info);
+    print_device_info(&info);
+
+    int count = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
+    size_t largest = elements(BENCH_SIZE);
+    for (int s = 0; s < o.nsizes; s++) {
+        size_t n = elements(to_matrix_size(&o.sizes[s]));
+        largest = s == 0 || n > largest ? n : largest;
+    }
+    require_device_memory(&SPEC, &info, 3.0 * sizeof(float) * (double)largest, "the three matrices");
+
+    int failures = 0;
+    if (o.check) {
+        printf("\ncheck (seed %llu): max relative error against the CPU in double precision\n", o.seed);
+        for (int s = 0; s < count; s++)
+            failures += check_size(&o, o.nsizes ? to_matrix_size(&o.sizes[s]) : CHECK_SIZES[s]);
+        printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
+    }
+    if (o.bench) {
+        if (o.nsizes == 0) bench_size(&o, &info, BENCH_SIZE);
+        for (int s = 0; s < o.nsizes; s++) bench_size(&o, &info, to_matrix_size(&o.sizes[s]));
+    }
+    return failures ? 1 : 0;
+}
