@@ -1,10 +1,9 @@
 /* Chapter 01 driver: vector add. --check validates every version against a double-precision
  * CPU sum; --bench times them against the device-to-device copy bandwidth, then compares
  * the CPU with the GPU across sizes, with and without the host-device copies. */
-#include <time.h>
-
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 #include "kernels.cuh"
@@ -35,20 +34,6 @@ static const ProgramSpec SPEC = {
     "number of floats, up to 2147483647 (check default: 1,3,4,255,1021,1025,4097,1000003,2^28;\n"
     "                   bench default: the ladder at 2^28, the CPU/GPU sweep 2^10..2^28)",
     NULL, KERNEL_NAMES, 1, 2147483647LL, NULL, NULL};
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return p;
-}
 
 /* The CPU reference, in double precision. */
 static void cpu_add_double(const float *a, const float *b, double *ref, size_t n)
@@ -124,8 +109,7 @@ static void run_version(void *p)
 
 static void emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double base_ms)
 {
-    table_row(r, base_ms);
-    if (o->csv && csv_append(o->csv, info->name, CHAPTER, r) != 0) exit(1);
+    report_row(o->csv, info->name, CHAPTER, r, base_ms);
 }
 
 /* The ladder at size n: every version's GB/s (12 bytes per element: two reads, one
@@ -180,24 +164,17 @@ static void run_with_copies(void *p)
     CUDA_CHECK(cudaMemcpy(t->hc, t->d.c, bytes, cudaMemcpyDeviceToHost));
 }
 
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Median wall time of the CPU loop; fewer repetitions for the large sizes. */
 static double time_cpu_ms(const float *a, const float *b, float *c, size_t n, int reps)
 {
     double t[64];
     if (reps > 64) reps = 64;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_ms();
+        double t0 = wall_ms();
         cpu_add_float(a, b, c, n);
-        t[r] = now_ms() - t0;
+        t[r] = wall_ms() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), compare_doubles);
-    return t[reps / 2];
+    return median_double(t, reps);
 }
 
 /* One size of the CPU-vs-GPU sweep: times in ms, judged against the CPU's time. */

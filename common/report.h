@@ -7,6 +7,7 @@
 #define COMMON_REPORT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CSV_HEADER "gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling"
@@ -77,6 +78,15 @@ static inline void table_row(const BenchRow *r, double base_ms)
     if (base_ms > 0.0) snprintf(speed, sizeof speed, "%.2fx", base_ms / r->time_ms);
     printf("%-24s %-9s %-16s %11.4f %12s %8.1f%% %8s\n", r->kernel, r->role, r->size, r->time_ms,
            rate, pct_of_ceiling(r), speed);
+}
+
+/* Prints the table line and, if csv is not NULL, appends the CSV row (exit 1 if the file
+ * cannot be written: a benchmark whose results are lost should not look successful). */
+static inline void report_row(const char *csv, const char *gpu, const char *chapter, const BenchRow *r,
+                              double base_ms)
+{
+    table_row(r, base_ms);
+    if (csv && csv_append(csv, gpu, chapter, r) != 0) exit(1);
 }
 
 #endif

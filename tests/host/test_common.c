@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/cli.h"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 
@@ -132,8 +133,17 @@ static void test_csv(void)
     expect(csv_append("/nonexistent-dir/x.csv", "g", "c", &rate) != 0, "csv_append reports an unwritable file");
 }
 
+static void test_host(void)
+{
+    double odd[5] = {5, 1, 4, 2, 3}, even[4] = {4, 1, 3, 2};
+    expect(median_double(odd, 5) == 3.0 && median_double(even, 4) == 2.5, "median_double");
+    double t0 = wall_ms();
+    expect(wall_ms() >= t0, "wall_ms is monotonic");
+}
+
 int main(void)
 {
+    test_host();
     test_sizes();
     test_parse_args();
     test_errors();
