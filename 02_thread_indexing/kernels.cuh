@@ -11,6 +11,7 @@
  *   transpose_smem          32x32 tile in shared memory: both sides coalesced, bank conflicts
  *   transpose_smem_padded   tile[32][33]: the same, conflict-free
  *   transpose_smem_32x8     32x8 threads move a 32x32 tile, 4 elements each
+ *   transpose_tile64        32x8 threads move a 64x64 tile (tile[64][65]), 16 elements each
  *
  * Row-major everywhere: element (x, y) of an nx-column matrix is at y * nx + x; offsets are
  * size_t because nx * ny may exceed 2^31. Every version of a family has the same launcher
@@ -174,72 +175,52 @@ static inline void launch_transpose_naive(const float *in, float *out, int nx, i
     CHECK_LAUNCH();
 }
 
-/* transpose_smem: a block of 32 x ROWS threads stages one 32x32 tile in shared memory.
- * Rows of the tile are read coalesced from `in` and stored as tile rows; after the
- * barrier the block writes the tile's columns as coalesced rows of `out`. Shared memory
- * has 32 banks of 4 bytes: tile[c][r] for c = 0..31 (one warp reading a tile column) is
- * 32 floats a row-length apart. With PAD = 0 a row is 32 floats, so all 32 sit in one bank
- * and the read is replayed 32 times (a 32-way bank conflict); PAD = 1 makes a row 33
- * floats, which spreads the column over all 32 banks. ROWS < 32 gives each thread
- * 32 / ROWS elements: its loads are issued back to back before the barrier, more bytes
- * in flight per thread, and fewer threads to schedule per tile. */
-template <int PAD, int ROWS>
+/* transpose_smem: a block of 32 x ROWS threads stages one TILE x TILE tile in shared
+ * memory. Tile rows are read coalesced from `in`; after the barrier the block writes the
+ * tile's columns as coalesced rows of `out`. Shared memory has 32 banks of 4 bytes, and
+ * a warp reading a tile column, tile[c][r] for 32 consecutive c, touches 32 floats one
+ * tile row apart. With PAD = 0 and TILE = 32 a row is 32 floats, so all 32 fall in the
+ * same bank and the read is replayed 32 times (a 32-way bank conflict); PAD = 1 makes the
+ * row stride 33 (or 65) floats, which spreads a column over all 32 banks.
+ *
+ * The instances, in the order of the lesson:
+ *   <32, 0, 32>  transpose_smem         1024 threads, one element each, bank conflicts
+ *   <32, 1, 32>  transpose_smem_padded  the same without conflicts
+ *   <32, 1, 8>   transpose_smem_32x8    256 threads, 4 elements each: a thread issues its
+ *                                       4 loads back to back, 4x the bytes in flight, and
+ *                                       8 small blocks per SM instead of 2 big ones
+ *   <64, 1, 8>   transpose_tile64       the 32x8 block moves a 64x64 tile, 16 elements per
+ *                                       thread: 16 loads in flight per thread and a
+ *                                       quarter of the barriers per byte */
+template <int TILE, int PAD, int ROWS>
 __global__ void transpose_smem(const float *in, float *out, int nx, int ny)
 {
-    __shared__ float tile[CH02_TILE][CH02_TILE + PAD];
-    int bx = blockIdx.x * CH02_TILE, by = blockIdx.y * CH02_TILE;
-    int tx = threadIdx.x;
+    __shared__ float tile[TILE][TILE + PAD];
+    int bx = blockIdx.x * TILE, by = blockIdx.y * TILE;
 #pragma unroll
-    for (int k = 0; k < CH02_TILE / ROWS; k++) {
-        int r = threadIdx.y + k * ROWS, x = bx + tx, y = by + r;
-        if (x < nx && y < ny) tile[r][tx] = in[(size_t)y * nx + x];
-    }
-    __syncthreads();
+    for (int k = 0; k < TILE / ROWS; k++)
 #pragma unroll
-    for (int k = 0; k < CH02_TILE / ROWS; k++) {
-        int r = threadIdx.y + k * ROWS;
-        int ox = by + tx, oy = bx + r; /* out column = in row, out row = in column */
-        if (ox < ny && oy < nx) out[(size_t)oy * ny + ox] = tile[tx][r];
-    }
-}
-
-template <int PAD, int ROWS>
-static inline void launch_transpose_smem(const float *in, float *out, int nx, int ny)
-{
-    dim3 block(CH02_TILE, ROWS), grid(ch02_ceil_div(nx, CH02_TILE), ch02_ceil_div(ny, CH02_TILE));
-    transpose_smem<PAD, ROWS><<<grid, block>>>(in, out, nx, ny);
-    CHECK_LAUNCH();
-}
-
-/* transpose_smem64: a 64x64 tile per block of 32 x ROWS threads, 64 * 64 / (32 * ROWS)
- * elements per thread: still more loads in flight before each barrier. */
-template <int ROWS>
-__global__ void transpose_smem64(const float *in, float *out, int nx, int ny)
-{
-    __shared__ float tile[64][64 + 1];
-    int bx = blockIdx.x * 64, by = blockIdx.y * 64;
-#pragma unroll
-    for (int k = 0; k < 64 / ROWS; k++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int r = threadIdx.y + k * ROWS, c = threadIdx.x + 32 * h, x = bx + c, y = by + r;
+        for (int h = 0; h < TILE / 32; h++) {
+            int r = threadIdx.y + k * ROWS, c = threadIdx.x + 32 * h;
+            int x = bx + c, y = by + r;
             if (x < nx && y < ny) tile[r][c] = in[(size_t)y * nx + x];
         }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < 64 / ROWS; k++)
+    for (int k = 0; k < TILE / ROWS; k++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int r = threadIdx.y + k * ROWS, c = threadIdx.x + 32 * h, ox = by + c, oy = bx + r;
+        for (int h = 0; h < TILE / 32; h++) {
+            int r = threadIdx.y + k * ROWS, c = threadIdx.x + 32 * h;
+            int ox = by + c, oy = bx + r; /* out column = in row, out row = in column */
             if (ox < ny && oy < nx) out[(size_t)oy * ny + ox] = tile[c][r];
         }
 }
 
-template <int ROWS>
-static inline void launch_transpose_smem64(const float *in, float *out, int nx, int ny)
+template <int TILE, int PAD, int ROWS>
+static inline void launch_transpose_smem(const float *in, float *out, int nx, int ny)
 {
-    dim3 block(32, ROWS), grid(ch02_ceil_div(nx, 64), ch02_ceil_div(ny, 64));
-    transpose_smem64<ROWS><<<grid, block>>>(in, out, nx, ny);
+    dim3 block(32, ROWS), grid(ch02_ceil_div(nx, TILE), ch02_ceil_div(ny, TILE));
+    transpose_smem<TILE, PAD, ROWS><<<grid, block>>>(in, out, nx, ny);
     CHECK_LAUNCH();
 }
 

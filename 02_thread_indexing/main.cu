@@ -3,6 +3,7 @@
  * times both families against the device-to-device copy bandwidth measured in the same run. */
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 #include "kernels.cuh"
@@ -31,7 +32,6 @@ static const AddVersion ADD_VERSIONS[] = {
     {"add_2d_16x16", "step", launch_add_2d<16, 16>},
     {"add_2d_8x32", "step", launch_add_2d<8, 32>},
     {"add_2d_128x2", "step", launch_add_2d<128, 2>},
-    {"add_2d_64x4", "step", launch_add_2d<64, 4>},
     {"add_2d_swapped_32x8", "step", launch_add_2d_swapped<32, 8>},
     {"add_float4", "optimized", launch_add_float4},
 };
@@ -39,22 +39,17 @@ static const AddVersion ADD_VERSIONS[] = {
 
 static const TransposeVersion TRANSPOSE_VERSIONS[] = {
     {"transpose_naive", "naive", launch_transpose_naive},
-    {"transpose_smem", "step", launch_transpose_smem<0, 32>},
-    {"transpose_smem_padded", "step", launch_transpose_smem<1, 32>},
-    {"transpose_smem_32x16", "step", launch_transpose_smem<1, 16>},
-    {"transpose_smem_32x8", "optimized", launch_transpose_smem<1, 8>},
-    {"transpose_smem_32x4", "step", launch_transpose_smem<1, 4>},
-    {"transpose_smem64_32x8", "step", launch_transpose_smem64<8>},
-    {"transpose_smem64_32x16", "step", launch_transpose_smem64<16>},
+    {"transpose_smem", "step", launch_transpose_smem<32, 0, 32>},
+    {"transpose_smem_padded", "step", launch_transpose_smem<32, 1, 32>},
+    {"transpose_smem_32x8", "step", launch_transpose_smem<32, 1, 8>},
+    {"transpose_tile64", "optimized", launch_transpose_smem<64, 1, 8>},
 };
 #define NTRANSPOSE (int)(sizeof TRANSPOSE_VERSIONS / sizeof TRANSPOSE_VERSIONS[0])
 
 static const char *const KERNEL_NAMES[] = {
     "add_1d_columns", "add_2d_grid_1d_block", "add_2d_32x8", "add_2d_32x32", "add_2d_16x16",
-    "add_2d_8x32", "add_2d_128x2", "add_2d_64x4", "add_2d_swapped_32x8", "add_float4",
-    "transpose_naive", "transpose_smem", "transpose_smem_padded", "transpose_smem_32x16",
-    "transpose_smem_32x8", "transpose_smem_32x4", "transpose_smem64_32x8", "transpose_smem64_32x16",
-    NULL};
+    "add_2d_8x32", "add_2d_128x2", "add_2d_swapped_32x8", "add_float4", "transpose_naive",
+    "transpose_smem", "transpose_smem_padded", "transpose_smem_32x8", "transpose_tile64", NULL};
 
 typedef struct { int nx, ny; } MatrixSize;
 
@@ -73,13 +68,6 @@ static const ProgramSpec SPEC = {
     "                   (check default: 1x1,7x13,33x17,1000x1,1x1000,257x129,4097x3,8192x8192;\n"
     "                   bench default: 8192x8192)",
     NULL, KERNEL_NAMES, 2, 65535, NULL, NULL};
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return p;
-}
 
 static MatrixSize to_matrix_size(const ProblemSize *p)
 {
@@ -188,63 +176,84 @@ static void run_transpose(void *p)
     d->transpose(d->a, d->c, d->nx, d->ny);
 }
 
-static void emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double base_ms, int to_csv)
+/* The ceiling of a family: a device-to-device copy that moves as many bytes (read +
+ * written) as one run of the family's kernels, measured now, on this GPU. */
+static BenchRow copy_ceiling(const Options *o, const char *name, double traffic_bytes, const char *size)
 {
-    table_row(r, base_ms);
-    if (to_csv && o->csv && csv_append(o->csv, info->name, CHAPTER, r) != 0) exit(1);
+    float ms;
+    double rate = copy_bandwidth_gbs((size_t)(traffic_bytes / 2.0), o->reps, &ms);
+    BenchRow r = {name, "ceiling", size, ms, rate, "GB/s", "d2d_copy", rate};
+    return r;
 }
 
-/* Both families at one size: GB/s counts bytes read + written (add: 2 reads + 1 write of
- * 4 bytes per element; transpose: 1 read + 1 write), against a device-to-device copy of
- * one matrix measured now, which also counts read + written. The copy row is printed
- * under both tables and written to the CSV once. */
-static void bench_size(const Options *o, const DeviceInfo *info, MatrixSize m)
+/* Copies n random floats in [-1, 1) to the device buffer dst. */
+static void upload_uniform(float *dst, size_t n, unsigned long long seed)
 {
-    size_t bytes = elements(m) * sizeof(float);
-    float copy_ms;
-    double copy_gbs = copy_bandwidth_gbs(bytes, o->reps, &copy_ms);
-    char size[32];
-    snprintf(size, sizeof size, "%dx%d", m.nx, m.ny);
-    BenchRow copy = {"d2d_copy", "ceiling", size, copy_ms, copy_gbs, "GB/s", "d2d_copy", copy_gbs};
+    float *host = (float *)xmalloc(n * sizeof(float));
+    fill_uniform(host, n, -1.0f, 1.0f, seed);
+    CUDA_CHECK(cudaMemcpy(dst, host, n * sizeof(float), cudaMemcpyHostToDevice));
+    free(host);
+}
 
+/* Fills the two input matrices with random values. */
+static void fill_inputs(const Options *o, Matrices *d, MatrixSize m)
+{
+    upload_uniform(d->a, elements(m), o->seed);
+    upload_uniform(d->b, elements(m), o->seed + 1);
+}
+
+/* The matrix add table: GB/s counts 2 reads + 1 write of 4 bytes per element. */
+static void bench_add(const Options *o, const DeviceInfo *info, MatrixSize m, const char *size)
+{
+    double traffic = 3.0 * sizeof(float) * (double)elements(m);
+    BenchRow copy = copy_ceiling(o, "d2d_copy_add", traffic, size);
     Matrices d;
     alloc_device(&d, m);
-    float *host = (float *)xmalloc(bytes);
-    fill_uniform(host, elements(m), -1.0f, 1.0f, o->seed);
-    CUDA_CHECK(cudaMemcpy(d.a, host, bytes, cudaMemcpyHostToDevice));
-    fill_uniform(host, elements(m), -1.0f, 1.0f, o->seed + 1);
-    CUDA_CHECK(cudaMemcpy(d.b, host, bytes, cudaMemcpyHostToDevice));
-    free(host);
-
-    if (any_selected_add(o)) {
-        table_header("matrix add: GB/s counts 2 reads + 1 write per element; ceiling = device-to-device copy");
-        double base_ms = 0.0;
-        for (int v = 0; v < NADD; v++) {
-            if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
-            d.add = ADD_VERSIONS[v].launch;
-            float ms = time_median_ms(run_add, &d, 3, o->reps);
-            if (v == 0) base_ms = ms;
-            BenchRow r = {ADD_VERSIONS[v].name, ADD_VERSIONS[v].role, size, ms, gbs(3.0 * bytes, ms),
-                          "GB/s", "d2d_copy", copy_gbs};
-            emit(o, info, &r, base_ms, 1);
-        }
-        emit(o, info, &copy, 0.0, 1);
+    fill_inputs(o, &d, m);
+    table_header("matrix add: GB/s counts 2 reads + 1 write per element; ceiling = a copy moving as many bytes");
+    double base_ms = 0.0;
+    for (int v = 0; v < NADD; v++) {
+        if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
+        d.add = ADD_VERSIONS[v].launch;
+        float ms = time_median_ms(run_add, &d, 3, o->reps);
+        if (v == 0) base_ms = ms;
+        BenchRow r = {ADD_VERSIONS[v].name, ADD_VERSIONS[v].role, size, ms, gbs(traffic, ms), "GB/s",
+                      "d2d_copy", copy.value};
+        report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
-    if (any_selected_transpose(o)) {
-        table_header("transpose: GB/s counts 1 read + 1 write per element; ceiling = device-to-device copy");
-        double base_ms = 0.0;
-        for (int v = 0; v < NTRANSPOSE; v++) {
-            if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;
-            d.transpose = TRANSPOSE_VERSIONS[v].launch;
-            float ms = time_median_ms(run_transpose, &d, 3, o->reps);
-            if (v == 0) base_ms = ms;
-            BenchRow r = {TRANSPOSE_VERSIONS[v].name, TRANSPOSE_VERSIONS[v].role, size, ms,
-                          gbs(2.0 * bytes, ms), "GB/s", "d2d_copy", copy_gbs};
-            emit(o, info, &r, base_ms, 1);
-        }
-        emit(o, info, &copy, 0.0, !any_selected_add(o));
-    }
+    report_row(o->csv, info->name, CHAPTER, &copy, 0.0);
     free_device(&d);
+}
+
+/* The transpose table: GB/s counts 1 read + 1 write of 4 bytes per element. */
+static void bench_transpose(const Options *o, const DeviceInfo *info, MatrixSize m, const char *size)
+{
+    double traffic = 2.0 * sizeof(float) * (double)elements(m);
+    BenchRow copy = copy_ceiling(o, "d2d_copy_transpose", traffic, size);
+    Matrices d;
+    alloc_device(&d, m);
+    fill_inputs(o, &d, m);
+    table_header("transpose: GB/s counts 1 read + 1 write per element; ceiling = a copy moving as many bytes");
+    double base_ms = 0.0;
+    for (int v = 0; v < NTRANSPOSE; v++) {
+        if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;
+        d.transpose = TRANSPOSE_VERSIONS[v].launch;
+        float ms = time_median_ms(run_transpose, &d, 3, o->reps);
+        if (v == 0) base_ms = ms;
+        BenchRow r = {TRANSPOSE_VERSIONS[v].name, TRANSPOSE_VERSIONS[v].role, size, ms, gbs(traffic, ms),
+                      "GB/s", "d2d_copy", copy.value};
+        report_row(o->csv, info->name, CHAPTER, &r, base_ms);
+    }
+    report_row(o->csv, info->name, CHAPTER, &copy, 0.0);
+    free_device(&d);
+}
+
+static void bench_size(const Options *o, const DeviceInfo *info, MatrixSize m)
+{
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", m.nx, m.ny);
+    if (any_selected_add(o)) bench_add(o, info, m, size);
+    if (any_selected_transpose(o)) bench_transpose(o, info, m, size);
 }
 
 int main(int argc, char **argv)
