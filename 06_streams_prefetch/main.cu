@@ -7,6 +7,7 @@
 
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 #include "kernels.cuh"
@@ -111,19 +112,6 @@ static const ProgramSpec SPEC = {
     "  --timeline FILE  with --bench: write start and end of every copy and kernel of four\n"
     "                   pipelines (16 chunks) to FILE, tab-separated, for plot_extra.py\n",
     KERNEL_NAMES, 1, 1LL << 30, parse_chapter_flag, &FLAGS};
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return p;
-}
-
-static void emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double base_ms)
-{
-    table_row(r, base_ms);
-    if (o->csv && csv_append(o->csv, info->name, CHAPTER, r) != 0) exit(1);
-}
 
 /* --- buffers shared by the pipelines ------------------------------------------------------ */
 
@@ -370,7 +358,7 @@ static double sweep_kind(const Options *o, const DeviceInfo *info, const PcieLin
             snprintf(name, sizeof name, "%s_%s", dirs[d], kind);
             snprintf(size, sizeof size, "%zu", bytes);
             BenchRow r = {name, role, size, ms, gbs((double)bytes, ms), "GB/s", link->name, link->nominal_gbs};
-            emit(o, info, &r, 0.0);
+            report_row(o->csv, info->name, CHAPTER, &r, 0.0);
             if (d == 0 && r.value > best) best = r.value;
         }
     }
@@ -401,7 +389,7 @@ static void bench_bandwidth(const Options *o, const DeviceInfo *info)
         snprintf(size, sizeof size, "%zu", bytes);
         double ms = link.nominal_gbs > 0 ? (double)bytes / (link.nominal_gbs * 1e6) : 0.0;
         BenchRow r = {link.name, "ceiling", size, ms, link.nominal_gbs, "GB/s", link.name, link.nominal_gbs};
-        emit(o, info, &r, 0.0);
+        report_row(o->csv, info->name, CHAPTER, &r, 0.0);
     }
     if (link.nominal_gbs > 0.0)
         printf("best pinned H2D: %.2f GB/s = %.1f%% of %s (%.2f GB/s)%s\n", best,
@@ -478,7 +466,7 @@ static void bench_pipelines(const Options *o, const DeviceInfo *info, long long 
         {"d2h_alone", "ceiling", size, d2h_ms, d2h_ms, "ms", "bound", bound},
         {"bound", "ceiling", size, bound, bound, "ms", "bound", bound},
     };
-    for (int i = 0; i < 4; i++) emit(o, info, &stages[i], 0.0);
+    for (int i = 0; i < 4; i++) report_row(o->csv, info->name, CHAPTER, &stages[i], 0.0);
 
     Run r;
     run_create(&r, &w, FLAGS.chunks, s.work);
@@ -490,7 +478,7 @@ static void bench_pipelines(const Options *o, const DeviceInfo *info, long long 
         float ms = time_median_ms(run_pipeline, &r, 2, o->reps);
         if (v == 0) base_ms = ms;
         BenchRow row = {VERSIONS[v].name, VERSIONS[v].role, size, ms, ms, "ms", "bound", bound};
-        emit(o, info, &row, base_ms);
+        report_row(o->csv, info->name, CHAPTER, &row, base_ms);
         if (is_overlapped(&VERSIONS[v]) && (best == NULL || ms < best_ms)) { best = VERSIONS[v].name; best_ms = ms; }
     }
     if (best)
@@ -618,7 +606,7 @@ static void bench_um(const Options *o, const DeviceInfo *info, long long n)
     for (int v = 0; v < NUM_VERSIONS; v++) {
         if (!kernel_selected(o, UM_VERSIONS[v].name)) continue;
         BenchRow r = {UM_VERSIONS[v].name, UM_VERSIONS[v].role, size, ms[v], ms[v], "ms", "pinned_copy", pinned_ms};
-        emit(o, info, &r, ms[0]);
+        report_row(o->csv, info->name, CHAPTER, &r, ms[0]);
     }
     if (ms[0] > 0 && ms[2] > 0) printf("um_prefetch is %.2fx faster than um_fault\n", ms[0] / ms[2]);
     workspace_destroy(&w);
