@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Tries parameter sets of the pipelined kernel ("hopper") on this GPU and records each.
+#   bash 05_matmul_tiled/sweep.sh [OUT.csv]     (default: 05_matmul_tiled/sweep_results.csv)
+# For each line of CONFIGS (BM,BN,BK,TM,TN,WTR,STAGES: block tile, K slice, thread tile,
+# rows of threads in a warp, pipeline stages) it rebuilds the chapter with
+# -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes, times it at 2048^3 and 4096^3
+# next to cuBLAS, and appends one row per size to OUT. The builds run in parallel.
+# Edit the SGEMM_TUNED_* defaults in kernels.cuh to adopt the winner.
+set -u -o pipefail
+cd "$(dirname "$0")"
+OUT=${1:-sweep_results.csv}
+CONFIGS="
+128,128,8,8,8,4,2
+128,128,8,8,8,4,3
+128,128,8,8,8,8,3
+128,128,16,8,8,4,2
+128,128,16,8,8,4,3
+128,128,16,8,8,4,4
+128,256,8,8,16,4,3
+128,256,16,8,16,4,3
+256,128,8,16,8,8,3
+256,128,16,16,8,8,3
+128,64,16,8,4,4,3
+64,128,16,4,8,4,3
+"
+NVCC=${NVCC:-nvcc}
+ARCH=${ARCH:-sm_90}
+BUILD=$(mktemp -d)
+trap 'rm -rf "$BUILD"' EXIT
+
+build() {  # build CONFIG: one binary per parameter set
+    local tag=${1//,/_} defs="" i=0 v
+    local names=(BM BN BK TM TN WTR STAGES)
+    for v in ${1//,/ }; do defs="$defs -DSGEMM_TUNED_${names[$i]}=$v"; i=$((i + 1)); done
+    # shellcheck disable=SC2086
+    $NVCC -O3 -std=c++17 -arch="$ARCH" -I.. $defs -Xptxas -v \
+        -o "$BUILD/sgemm_$tag" main.cu -lcublas > "$BUILD/build_$tag.log" 2>&1
+}
+export -f build
+export NVCC ARCH BUILD
+echo "$CONFIGS" | grep , | xargs -P "$(nproc)" -I{} bash -c 'build {}'
+
+[ -s "$OUT" ] || echo "config,size,tflops,cublas_tflops,pct_of_cublas,registers,check" > "$OUT"
+for cfg in $CONFIGS; do
+    tag=${cfg//,/_}
+    bin="$BUILD/sgemm_$tag"
+    if [ ! -x "$bin" ]; then
+        echo "$cfg: build failed"; tail -n 3 "$BUILD/build_$tag.log"
+        echo "\"$cfg\",,,,,,build_failed" >> "$OUT"; continue
+    fi
+    mangled="pipelined_kernelI11SgemmConfigILi${cfg//,/ELi}EEE"
+    regs=$(grep -A2 "$mangled" "$BUILD/build_$tag.log" | grep -o 'Used [0-9]* registers' | \
+           head -n 1 | grep -o '[0-9]*')
+    check=pass
+    "$bin" --check --kernel hopper -n 127x129x131,1000x1x4097,256x10x1024,300x520x260 > "$BUILD/check.log" || check=FAIL
+    rm -f "$BUILD/rows.csv"
+    "$bin" --bench --kernel hopper -n 2048,4096 --reps 10 --csv "$BUILD/rows.csv" > /dev/null
+    # rows: gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct
+    awk -F, -v cfg="$cfg" -v regs="$regs" -v check="$check" \
+        '$3 == "hopper" { printf "\"%s\",%s,%.3f,%.3f,%.1f,%s,%s\n", cfg, $5, $7, $10, $11, regs, check }' \
+        "$BUILD/rows.csv" | tee -a "$OUT"
+done
