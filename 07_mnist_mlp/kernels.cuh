@@ -14,7 +14,8 @@
  *     mlp_colsum_naive      bias gradients: one thread per column walks the rows
  *     mlp_relu_backward_naive  dz1 = da1 * (a1 > 0)
  *     mlp_sgd_naive         v = mu v + g; w -= lr v
- *     mlp_sum_naive         the loss of a step (a stand-in until chapter 03's sum is used)
+ *   (the loss of a step is chapter 03's sum of the per-row losses: v1 in the naive
+ *    trainer, the single-pass v7 from best_kernels on)
  *   fused (the optimized trainer):
  *     mlp_bias_relu         a1 = relu(z1 + b1) in place, float4 grid-stride
  *     mlp_output_layer      z2 = a1 W2 + b2, softmax, loss, dz2 and db2 in one kernel
@@ -32,6 +33,7 @@
 
 #include "01_vector_add/kernels.cuh"
 #include "02_thread_indexing/kernels.cuh"
+#include "03_reduction/kernels.cuh"
 #include "05_matmul_tiled/kernels.cuh"
 #include "idx.h"
 #include "reference.h"
@@ -40,14 +42,6 @@
 #define MLP_GATHER_ROWS 8
 
 static inline unsigned mlp_blocks(long long n, int per_block) { return (unsigned)((n + per_block - 1) / per_block); }
-
-/* Local warp sum until chapter 03's is included: after the loop lane 0 holds the sum. */
-__device__ __forceinline__ float mlp_warp_sum(float v)
-{
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-    return v;
-}
 
 /* ------------------------------------------------------------------ the batch */
 
@@ -157,16 +151,6 @@ __global__ void mlp_sgd_naive(float *w, float *v, const float *g, long long n, f
     }
 }
 
-/* One thread adds up n floats: the first attempt at a sum, before chapter 03. */
-__global__ void mlp_sum_naive(const float *x, int n, float *out)
-{
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        float s = 0.0f;
-        for (int i = 0; i < n; i++) s += x[i];
-        *out = s;
-    }
-}
-
 /* ------------------------------------------------------------------ fused kernels */
 
 /* mlp_bias_relu: z1 + b1 and the ReLU in one pass over z1 (in place), where the naive
@@ -204,9 +188,9 @@ static inline void launch_bias_relu(float *z, const float *b, int rows, int cols
 /* mlp_output_layer: one warp per batch row. The lanes split the H-long dot products of
  * the row with the 10 columns of W2 (lane k takes k, k + 32, ...), chapter 03's warp sum
  * adds the 10 partial sums, and lane 0 finishes the row: bias, softmax, -log p[y] and,
- * when training, dz2 = (p - onehot) / batch. The block then adds its rows' losses, dz2
- * columns (the b2 gradient) and correct predictions, and one thread per quantity adds
- * that to the global totals with an atomic. This replaces a GEMM with N = 10 (which
+ * when training, dz2 = (p - onehot) / batch. Chapter 03's block sum then adds the rows'
+ * losses and correct predictions, the dz2 columns (the b2 gradient) are added through
+ * shared memory, and one atomic per quantity adds the block's share to the totals. This replaces a GEMM with N = 10 (which
  * leaves most of a 64-wide tile empty), two bias/softmax passes, the loss kernel, the
  * loss sum and the b2 column sum. */
 template <bool TRAIN>
@@ -216,11 +200,9 @@ mlp_output_layer(const float *a1, const float *w2, const float *b2, const int *y
                  int full_batch, int *correct)
 {
     __shared__ float s_db[MLP_OUT_WARPS][MLP_CLASSES];
-    __shared__ float s_loss[MLP_OUT_WARPS];
-    __shared__ int s_correct[MLP_OUT_WARPS];
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int r = blockIdx.x * MLP_OUT_WARPS + warp;
-    float acc[MLP_CLASSES];
+    float acc[MLP_CLASSES], loss = 0.0f, hit = 0.0f;
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) acc[c] = 0.0f;
     if (r < rows) {
@@ -233,10 +215,8 @@ mlp_output_layer(const float *a1, const float *w2, const float *b2, const int *y
         }
     }
 #pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) acc[c] = mlp_warp_sum(acc[c]);
+    for (int c = 0; c < MLP_CLASSES; c++) acc[c] = reduce_warp_sum(acc[c]);
     if (lane == 0) {
-        float loss = 0.0f;
-        int hit = 0;
         if (r < rows) {
             float zmax = -INFINITY, sum = 0.0f;
             int best = 0, label = y[r];
@@ -248,7 +228,7 @@ mlp_output_layer(const float *a1, const float *w2, const float *b2, const int *y
 #pragma unroll
             for (int c = 0; c < MLP_CLASSES; c++) sum += expf(acc[c] - zmax);
             loss = logf(sum) + zmax - acc[label];
-            hit = best == label;
+            hit = best == label ? 1.0f : 0.0f;
 #pragma unroll
             for (int c = 0; c < MLP_CLASSES; c++) {
                 float d = (expf(acc[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * inv_batch;
@@ -259,23 +239,18 @@ mlp_output_layer(const float *a1, const float *w2, const float *b2, const int *y
 #pragma unroll
             for (int c = 0; c < MLP_CLASSES; c++) s_db[warp][c] = 0.0f;
         }
-        s_loss[warp] = loss;
-        s_correct[warp] = hit;
     }
-    __syncthreads();
+    /* chapter 03's block sum (its barriers also publish s_db) */
+    loss = reduce_block_sum(loss);
+    hit = reduce_block_sum(hit);
     int t = threadIdx.x;
-    if (t <= MLP_CLASSES + 1) {
+    if (t == 0) {
+        atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), loss);
+        if (correct) atomicAdd(correct, (int)hit);
+    } else if (TRAIN && t <= MLP_CLASSES) {
         float s = 0.0f;
-        int hits = 0;
-        for (int w = 0; w < MLP_OUT_WARPS; w++) {
-            if (t < MLP_CLASSES) s += s_db[w][t];
-            else if (t == MLP_CLASSES) s += s_loss[w];
-            else hits += s_correct[w];
-        }
-        float *slot = loss_slots + (cursor ? *cursor / full_batch : 0);
-        if (t < MLP_CLASSES && TRAIN) atomicAdd(gb2 + t, s);
-        else if (t == MLP_CLASSES) atomicAdd(slot, s);
-        else if (t == MLP_CLASSES + 1 && correct) atomicAdd(correct, hits);
+        for (int w = 0; w < MLP_OUT_WARPS; w++) s += s_db[w][t - 1];
+        atomicAdd(gb2 + t - 1, s);
     }
 }
 

@@ -256,6 +256,7 @@ typedef struct {
     float *step_loss, *h_step_loss, *eval_loss;
     float *h_x;
     int *h_y;
+    ReduceWorkspace reduce_ws;
     cudaGraphExec_t step_exec[2], epoch_exec;
 } Trainer;
 
@@ -341,6 +342,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->order = (int *)dalloc((size_t)n_train * sizeof(int));
     CUDA_CHECK(cudaMallocHost(&t->h_order, (size_t)n_train * sizeof(int)));
     for (int i = 0; i < n_train; i++) t->h_order[i] = i;
+    CUDA_CHECK(cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
     t->params = (float *)dalloc(pb);
     t->vel = (float *)dalloc(pb);
     t->x = (float *)dalloc(bx);
@@ -355,6 +357,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     int steps = (n_train + batch - 1) / batch;
     t->step_loss = (float *)dalloc((size_t)steps * sizeof(float));
     t->h_step_loss = (float *)xmalloc((size_t)steps * sizeof(float));
+    CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
     if (!impl->fused) {
         t->grad = (float *)dalloc(pb);
         t->z1 = (float *)dalloc(bh);
@@ -365,6 +368,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
         t->w2t = (float *)dalloc((size_t)hidden * MLP_CLASSES * sizeof(float));
         t->da1 = (float *)dalloc(bh);
         CUDA_CHECK(cudaMemset(t->grad, 0, pb));
+        reduce_workspace_alloc(&t->reduce_ws, batch);
     }
     if (impl->host_fed) {
         t->h_x = (float *)xmalloc(bx);
@@ -390,6 +394,7 @@ static void trainer_destroy(Trainer *t)
     for (int g = 0; g < 2; g++)
         if (t->step_exec[g]) CUDA_CHECK(cudaGraphExecDestroy(t->step_exec[g]));
     if (t->epoch_exec) CUDA_CHECK(cudaGraphExecDestroy(t->epoch_exec));
+    if (t->reduce_ws.partials) reduce_workspace_free(&t->reduce_ws);
     CUDA_CHECK(cudaFreeHost(t->h_order));
     free(t->h_step_loss);
     free(t->h_x);
@@ -437,7 +442,9 @@ static void step_unfused(Trainer *t, int s, int first, int batch)
     CHECK_LAUNCH(); SYNC_IF(t);
     mlp_softmax_naive<<<rb, MLP_NAIVE_BLOCK>>>(t->z2, t->p, batch); CHECK_LAUNCH(); SYNC_IF(t);
     mlp_xent_naive<<<rb, MLP_NAIVE_BLOCK>>>(t->p, t->y, t->rowloss, t->dz2, batch); CHECK_LAUNCH(); SYNC_IF(t);
-    mlp_sum_naive<<<1, 32>>>(t->rowloss, batch, t->step_loss + s); CHECK_LAUNCH(); SYNC_IF(t);
+    if (t->impl->gemm == GEMM_NAIVE) reduce_launch_v1(t->rowloss, batch, t->step_loss + s, &t->reduce_ws);
+    else reduce_sum(t->rowloss, batch, t->step_loss + s, &t->reduce_ws);
+    SYNC_IF(t);
     /* backward */
     transpose(t, t->a1, t->a1t, H, batch); SYNC_IF(t);
     gemm(t, H, MLP_CLASSES, batch, 1.0f, t->a1t, t->dz2, 0.0f, gW2); SYNC_IF(t);
