@@ -12,6 +12,7 @@
  *   sgemm_double_buffer  cp.async copies the next tile while this one is multiplied
  *   sgemm_hopper         the same kernel with the parameters that won the sweep (sweep.sh)
  *   sgemm_hopper_small   a 64x64-tile instance for shapes too small to fill the GPU
+ *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
  *
  * THE CONTRACT (chapter 07 relies on it). Every launcher has the signature
  *     void sgemm_<name>(int M, int N, int K, float alpha, const float *A, const float *B,
@@ -22,8 +23,9 @@
  * Pointers that are not 16-byte aligned or rows whose length is not a multiple of 4 just
  * turn off the 16-byte loads. beta == 0 never reads C (C may hold garbage or NaN).
  *
- *     sgemm_best(...)  same signature: picks sgemm_hopper, or sgemm_hopper_small when the
- *                      large tiles would leave SMs idle. Use this one.
+ *     sgemm_best(...)  same signature: picks sgemm_hopper for large C, sgemm_hopper_small
+ *                      or sgemm_splitk when the large tiles would leave SMs idle (see the
+ *                      chapter README for which wins on each chapter-07 shape). Use this one.
  *
  * The tuned kernel's parameters can be set at compile time (-DSGEMM_TUNED_BM=... and the
  * six others below SgemmConfig); sweep.sh rebuilds with different values. */
@@ -398,8 +400,8 @@ struct SgemmConfig {
     static_assert(WTR * WTC == 32 && TM % 4 == 0 && TN % 4 == 0, "thread layout");
     static_assert(BM % WM == 0 && BN % WN == 0 && BK % 4 == 0, "tile sizes");
     static_assert((BM * BK) % (4 * THREADS) == 0 && (BK * BN) % (4 * THREADS) == 0, "loads");
-    static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0 && BM * BK / THREADS <= 32,
-                  "copy plan");
+    static_assert(BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0 && THREADS % (BN / 4) == 0 &&
+                  BM * BK / THREADS <= 32, "copy plan");
     static_assert(STAGES >= 2, "stages");
 };
 
@@ -494,7 +496,14 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_warptile_
  * cp.async (sm_80+): a copy from global to shared memory that does not pass through
  * registers and does not block the thread; commit_group / wait_group say which copies
  * must have landed. src_bytes < size fills the rest with zeros: the edge path. */
-__device__ __forceinline__ void sgemm_cp_async4(float *dst, const float *src, bool valid)
+__device__ __forceinline__ void sgemm_cp_async4(float *dst, const float *src)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
+}
+
+/* valid == false copies nothing and writes a zero (src must still be a valid address). */
+__device__ __forceinline__ void sgemm_cp_async4_zfill(float *dst, const float *src, bool valid)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
@@ -522,6 +531,7 @@ typedef struct {
     int a_k, b_k;                /* their k within the slice */
     int b_col;                   /* the first of this thread's 4 columns of B */
     unsigned a_rows_ok;          /* bit l: copy l of A lies on a row < M */
+    bool a_rows_all;             /* all of them do */
     bool b_fast;                 /* this thread's B columns are inside N and 16-byte copyable */
 } SgemmCopyPlan;
 
@@ -532,10 +542,12 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
     constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;        /* rows of A covered per copy round */
     constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4);  /* rows of B covered per copy round */
     constexpr int A_COPIES = Cfg::BM / A_ROWS;
-    int tid = threadIdx.x;
+    int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     SgemmCopyPlan p;
-    int am = tid / Cfg::BK, bn = (tid % (Cfg::BN / 4)) * 4;
-    p.a_k = tid % Cfg::BK;
+    /* A: each warp copies an 8 (k) x 4 (m) block per round, lane -> (k = lane % 8, m = lane / 8). */
+    p.a_k = (warp % (Cfg::BK / 8)) * 8 + lane % 8;
+    int am = (warp / (Cfg::BK / 8)) * 4 + lane / 8;
+    int bn = (tid % (Cfg::BN / 4)) * 4;
     p.b_k = tid / (Cfg::BN / 4);
     p.a_src = A + (size_t)(m0 + am) * K + p.a_k;
     p.b_src = B + (size_t)p.b_k * N + n0 + bn;
@@ -546,16 +558,18 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
     p.a_rows_ok = 0;
     for (int l = 0; l < A_COPIES; l++)
         if (m0 + am + l * A_ROWS < M) p.a_rows_ok |= 1u << l;
+    p.a_rows_all = p.a_rows_ok == (A_COPIES == 32 ? ~0u : (1u << A_COPIES) - 1u);
     p.b_col = n0 + bn;
     p.b_fast = b_vec && p.b_col + 3 < N;
     return p;
 }
 
 /* Starts the copies of the BK-slice at k0 into one stage. A goes element by element
- * (4-byte copies), since each lands transposed; neighbouring threads take neighbouring k
- * of one row, so the reads stay coalesced, and with BK = 8 the 32 stores of a warp fall
- * into 32 banks (row k starts 4k banks further). B goes in 16-byte copies where it can.
- * Only the last slice of K and the blocks on the edges of C take the checked copies. */
+ * (4-byte copies), since each lands transposed. A warp copies 8 neighbouring k of 4 rows
+ * per round: the reads are four full 32-byte sectors, and the 32 stores land in 32
+ * different banks (row k of As starts 4k banks further, rows m add m), for any BK.
+ * B goes in 16-byte copies where it can. Only the last slice of K and the blocks on the
+ * edges of C take the checked copies. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const SgemmCopyPlan &p,
                                                        const float *A, const float *B, int N,
@@ -566,12 +580,25 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
     constexpr int A_COPIES = Cfg::BM / A_ROWS;
     constexpr int B_COPIES = Cfg::BK / B_ROWS;
     bool k_full = k0 + Cfg::BK <= K;
-    bool a_k_ok = k_full || k0 + p.a_k < K;
+    if (k_full && p.a_rows_all) {
 #pragma unroll
-    for (int l = 0; l < A_COPIES; l++) {
-        bool ok = a_k_ok && ((p.a_rows_ok >> l) & 1u);
-        const float *src = p.a_src + l * p.a_step + k0;
-        sgemm_cp_async4(stage + p.a_dst + l * A_ROWS, ok ? src : A, ok);
+        for (int l = 0; l < A_COPIES; l++)
+            sgemm_cp_async4(stage + p.a_dst + l * A_ROWS, p.a_src + l * p.a_step + k0);
+    } else {
+        bool a_k_ok = k_full || k0 + p.a_k < K;
+#pragma unroll
+        for (int l = 0; l < A_COPIES; l++) {
+            bool ok = a_k_ok && ((p.a_rows_ok >> l) & 1u);
+            const float *src = p.a_src + l * p.a_step + k0;
+            sgemm_cp_async4_zfill(stage + p.a_dst + l * A_ROWS, ok ? src : A, ok);
+        }
+    }
+    if (k_full && p.b_fast) {
+#pragma unroll
+        for (int l = 0; l < B_COPIES; l++)
+            sgemm_cp_async16(stage + p.b_dst + l * B_ROWS * Cfg::BN,
+                             p.b_src + l * p.b_step + (size_t)k0 * N);
+        return;
     }
 #pragma unroll
     for (int l = 0; l < B_COPIES; l++) {
@@ -584,8 +611,25 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 bool ok = k_ok && p.b_col + q < N;
-                sgemm_cp_async4(dst + q, ok ? src + q : B, ok);
+                sgemm_cp_async4_zfill(dst + q, ok ? src + q : B, ok);
             }
+        }
+    }
+}
+
+/* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, float alpha,
+                                                      float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++) {
+        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < Cfg::TN; j++) {
+            int c = n + (j / 4) * Cfg::WTC * 4 + j % 4;
+            if (c < N) atomicAdd(C + (size_t)r * N + c, alpha * acc[i][j]);
         }
     }
 }
@@ -594,11 +638,13 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
  * slices in a ring. While the warps multiply slice kt, the copies of slices up to
  * kt + STAGES - 1 are in flight, so the load latency hides behind the FMAs, and one
  * __syncthreads per slice suffices: the slice being overwritten was finished by every
- * warp before the barrier at the top of this iteration. */
-template <typename Cfg>
+ * warp before the barrier at the top of this iteration.
+ * With SPLIT, block z multiplies only slices [z * split_tiles, (z + 1) * split_tiles) and
+ * adds its partial product into C with atomics (sgemm_splitk below). */
+template <typename Cfg, bool SPLIT>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
     int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-    bool b_vec, bool c_vec)
+    bool b_vec, bool c_vec, int split_tiles)
 {
     extern __shared__ float4 sgemm_dynamic_smem[];
     float *smem = (float *)sgemm_dynamic_smem;
@@ -606,11 +652,16 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
     int row, col;
     sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
     SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, K, m0, n0, b_vec);
-    int tiles = (K + Cfg::BK - 1) / Cfg::BK;
+    int tiles = (K + Cfg::BK - 1) / Cfg::BK, k_first = 0;
+    if (SPLIT) {
+        k_first = blockIdx.z * split_tiles * Cfg::BK;
+        tiles = min(split_tiles, tiles - blockIdx.z * split_tiles);
+    }
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES - 1; s++) {
         if (s < tiles)
-            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K, s * Cfg::BK);
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + s * Cfg::BK);
         sgemm_cp_async_commit();
     }
     float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
@@ -621,14 +672,25 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         int next = kt + Cfg::STAGES - 1;
         if (next < tiles)
             sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, N, K,
-                                        next * Cfg::BK);
+                                        k_first + next * Cfg::BK);
         sgemm_cp_async_commit();
         const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
         sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
         read_stage = read_stage + 1 == Cfg::STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == Cfg::STAGES ? 0 : write_stage + 1;
     }
-    sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
+    if (SPLIT)
+        sgemm_tile_atomic_add<Cfg>(C, M, N, alpha, acc, m0 + row, n0 + col);
+    else
+        sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
+}
+
+/* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums). */
+__global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
 }
 
 template <typename Cfg>
@@ -644,23 +706,49 @@ static inline void sgemm_warptile_launch(int M, int N, int K, float alpha, const
     CHECK_LAUNCH();
 }
 
+/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each. */
 template <typename Cfg>
 static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
-                                          const float *B, float beta, float *C)
+                                          const float *B, float beta, float *C, int splits)
 {
     static bool smem_set = false; /* once per configuration */
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg>,
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        Cfg::SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, true>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::SMEM_BYTES));
         smem_set = true;
     }
-    dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM));
+    int tiles = sgemm_ceil_div(K, Cfg::BK);
+    int split_tiles = sgemm_ceil_div(tiles, splits);
+    splits = sgemm_ceil_div(tiles, split_tiles); /* no empty layer */
+    dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM), splits);
     bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
-    sgemm_pipelined_kernel<Cfg><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(M, N, K, alpha, A, B,
-                                                                         beta, C, b_vec, c_vec);
+    if (splits == 1) {
+        sgemm_pipelined_kernel<Cfg, false><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, tiles);
+    } else {
+        size_t n = (size_t)M * N;
+        sgemm_scale_kernel<<<(int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256>>>(C, n, beta);
+        CHECK_LAUNCH();
+        sgemm_pipelined_kernel<Cfg, true><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, split_tiles);
+    }
     CHECK_LAUNCH();
+}
+
+static inline int sgemm_sm_count(void)
+{
+    static int sms = 0;
+    if (sms == 0) {
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    return sms;
 }
 
 /* 128x128 tiles, BK = 8, 8 warps of 32x64, 8x8 per thread (64 accumulators). */
@@ -669,10 +757,10 @@ typedef SgemmConfig<128, 128, 8, 8, 8, 4, 2> SgemmWarptileCfg;
 /* The sweep's winner on an H200; sweep.sh overrides it with -DSGEMM_TUNED_BM=... */
 #ifndef SGEMM_TUNED_BM
 #define SGEMM_TUNED_BM 128
-#define SGEMM_TUNED_BN 128
-#define SGEMM_TUNED_BK 8
+#define SGEMM_TUNED_BN 256
+#define SGEMM_TUNED_BK 16
 #define SGEMM_TUNED_TM 8
-#define SGEMM_TUNED_TN 8
+#define SGEMM_TUNED_TN 16
 #define SGEMM_TUNED_WTR 4
 #define SGEMM_TUNED_STAGES 3
 #endif
@@ -690,37 +778,53 @@ static inline void sgemm_warptile(int M, int N, int K, float alpha, const float 
 static inline void sgemm_double_buffer(int M, int N, int K, float alpha, const float *A,
                                        const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C);
+    sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C, 1);
 }
 
 static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A,
                                 const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, beta, C);
+    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, beta, C, 1);
 }
 
 static inline void sgemm_hopper_small(int M, int N, int K, float alpha, const float *A,
                                       const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C);
+    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, 1);
 }
 
-/* The large tiles when they give every SM at least one block, else the small ones. */
+static inline long long sgemm_blocks(int M, int N, int bm, int bn)
+{
+    return (long long)sgemm_ceil_div(M, bm) * sgemm_ceil_div(N, bn);
+}
+
+/* splitk: the small tiles, with K cut into ranges so that a small C (say 256 x 10 with
+ * K = 1024: 4 blocks of 64x64) still puts about two blocks on every SM. The partial
+ * products meet in C through atomicAdd, so the last bits of the result depend on the
+ * order they arrive in: not bitwise reproducible from run to run. */
+static inline void sgemm_splitk(int M, int N, int K, float alpha, const float *A,
+                                const float *B, float beta, float *C)
+{
+    long long blocks = sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN);
+    long long want = (2LL * sgemm_sm_count() + blocks - 1) / blocks;
+    int most = sgemm_ceil_div(K, SgemmSmallCfg::BK) / 4; /* keep >= 4 slices per range */
+    int splits = (int)(want < most ? want : most);
+    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, splits < 1 ? 1 : splits);
+}
+
+/* The large tiles when they make about a wave (3/4 of the SMs busy or more), else the
+ * small tiles when those fill the SMs or K is short, else split-K. */
 static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,
                               float beta, float *C)
 {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
-    long long big_blocks = (long long)sgemm_ceil_div(M, SgemmHopperCfg::BM) *
-                           sgemm_ceil_div(N, SgemmHopperCfg::BN);
-    if (big_blocks >= sms)
+    int sms = sgemm_sm_count();
+    if (4 * sgemm_blocks(M, N, SgemmHopperCfg::BM, SgemmHopperCfg::BN) >= 3LL * sms)
         sgemm_hopper(M, N, K, alpha, A, B, beta, C);
-    else
+    else if (sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN) >= sms ||
+             K < 8 * SgemmSmallCfg::BK)
         sgemm_hopper_small(M, N, K, alpha, A, B, beta, C);
+    else
+        sgemm_splitk(M, N, K, alpha, A, B, beta, C);
 }
 
 #endif

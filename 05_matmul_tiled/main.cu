@@ -34,13 +34,15 @@ static const Version VERSIONS[] = {
     {"double_buffer", "step", sgemm_double_buffer},
     {"hopper", "optimized", sgemm_hopper},
     {"hopper_small", "step", sgemm_hopper_small},
+    {"splitk", "step", sgemm_splitk},
+    {"best", "step", sgemm_best},
     {"cublas", "ceiling", sgemm_cublas},
 };
 #define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
 #define CUBLAS_INDEX (NVERSIONS - 1)
 static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
-    "warptile", "double_buffer", "hopper", "hopper_small", "cublas", NULL};
+    "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "best", "cublas", NULL};
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */

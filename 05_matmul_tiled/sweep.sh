@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # Tries parameter sets of the pipelined kernel ("hopper") on this GPU and records each.
-#   bash 05_matmul_tiled/sweep.sh [OUT.csv]     (default: 05_matmul_tiled/sweep_results.csv)
+#   bash 05_matmul_tiled/sweep.sh [OUT.csv [LABEL]]
+# (default OUT: 05_matmul_tiled/sweep_results.csv; LABEL names the round in every row.)
 # For each line of CONFIGS (BM,BN,BK,TM,TN,WTR,STAGES: block tile, K slice, thread tile,
 # rows of threads in a warp, pipeline stages) it rebuilds the chapter with
-# -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes, times it at 2048^3 and 4096^3
-# next to cuBLAS, and appends one row per size to OUT. The builds run in parallel.
-# Edit the SGEMM_TUNED_* defaults in kernels.cuh to adopt the winner.
+# -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes,
+# times it at 2048^3 and 4096^3 next to cuBLAS, and appends one row per size to OUT.
+# The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults (kernels.cuh).
 set -u -o pipefail
 cd "$(dirname "$0")"
 OUT=${1:-sweep_results.csv}
+LABEL=${2:-sweep}
 CONFIGS="
-128,128,8,8,8,4,2
-128,128,8,8,8,4,3
-128,128,8,8,8,8,3
-128,128,16,8,8,4,2
-128,128,16,8,8,4,3
-128,128,16,8,8,4,4
-128,256,8,8,16,4,3
 128,256,16,8,16,4,3
-256,128,8,16,8,8,3
-256,128,16,16,8,8,3
-128,64,16,8,4,4,3
-64,128,16,4,8,4,3
+128,256,16,8,16,8,3
+128,256,16,8,16,4,4
+128,256,32,8,16,4,2
+128,256,32,8,16,4,3
+128,256,32,8,16,8,3
+128,256,8,8,16,8,4
+256,128,16,16,8,4,3
+256,128,8,16,8,4,3
+256,128,32,16,8,4,3
+128,128,16,8,8,4,3
+128,128,32,8,8,4,3
 "
 NVCC=${NVCC:-nvcc}
 ARCH=${ARCH:-sm_90}
@@ -40,15 +42,15 @@ export -f build
 export NVCC ARCH BUILD
 echo "$CONFIGS" | grep , | xargs -P "$(nproc)" -I{} bash -c 'build {}'
 
-[ -s "$OUT" ] || echo "config,size,tflops,cublas_tflops,pct_of_cublas,registers,check" > "$OUT"
+[ -s "$OUT" ] || echo "round,config,size,tflops,cublas_tflops,pct_of_cublas,registers,check" > "$OUT"
 for cfg in $CONFIGS; do
     tag=${cfg//,/_}
     bin="$BUILD/sgemm_$tag"
     if [ ! -x "$bin" ]; then
         echo "$cfg: build failed"; tail -n 3 "$BUILD/build_$tag.log"
-        echo "\"$cfg\",,,,,,build_failed" >> "$OUT"; continue
+        echo "$LABEL,\"$cfg\",,,,,,build_failed" >> "$OUT"; continue
     fi
-    mangled="pipelined_kernelI11SgemmConfigILi${cfg//,/ELi}EEE"
+    mangled="pipelined_kernelI11SgemmConfigILi${cfg//,/ELi}EELb0E"
     regs=$(grep -A2 "$mangled" "$BUILD/build_$tag.log" | grep -o 'Used [0-9]* registers' | \
            head -n 1 | grep -o '[0-9]*')
     check=pass
@@ -56,7 +58,7 @@ for cfg in $CONFIGS; do
     rm -f "$BUILD/rows.csv"
     "$bin" --bench --kernel hopper -n 2048,4096 --reps 10 --csv "$BUILD/rows.csv" > /dev/null
     # rows: gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct
-    awk -F, -v cfg="$cfg" -v regs="$regs" -v check="$check" \
-        '$3 == "hopper" { printf "\"%s\",%s,%.3f,%.3f,%.1f,%s,%s\n", cfg, $5, $7, $10, $11, regs, check }' \
+    awk -F, -v lab="$LABEL" -v cfg="$cfg" -v regs="$regs" -v check="$check" \
+        '$3 == "hopper" { printf "%s,\"%s\",%s,%.3f,%.3f,%.1f,%s,%s\n", lab, cfg, $5, $7, $10, $11, regs, check }' \
         "$BUILD/rows.csv" | tee -a "$OUT"
 done
