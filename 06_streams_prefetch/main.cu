@@ -2,7 +2,8 @@
  * memory variant on fresh random input and compares each output element with the CPU;
  * --bench measures pageable / registered / pinned copy bandwidth against the PCIe link,
  * the pipeline ladder against the bound max(H2D, kernel, D2H), unified memory against an
- * explicit pinned copy, and with --timeline FILE draws up a timeline of four pipelines. */
+ * explicit pinned copy, and with --timeline FILE writes the start and end of every copy and
+ * kernel of four pipelines for the timeline figure. */
 #include <string.h>
 
 #include "common/cli.h"
