@@ -17,9 +17,10 @@
  *   (the loss of a step is chapter 03's sum of the per-row losses: v1 in the naive
  *    trainer, the single-pass v7 from best_kernels on)
  *   fused (the optimized trainer):
- *     mlp_bias_relu         a1 = relu(z1 + b1) in place, float4 grid-stride
- *     mlp_output_layer      z2 = a1 W2 + b2, softmax, loss, dz2 and db2 in one kernel
- *     mlp_hidden_backward   dz1 = relu'(a1) * (dz2 W2^T), dW2 += a1^T dz2, db1 += sum dz1
+ *     mlp_output_layer      a1 = relu(z1 + b1) on the fly, z2 = a1 W2 + b2, softmax, loss,
+ *                           dz2 and db2 in one kernel
+ *     mlp_hidden_backward   a1 again on the fly, dz1 = relu'(z1 + b1) * (dz2 W2^T),
+ *                           dW2 += a1^T dz2, db1 += sum dz1
  *     mlp_sgd_step          w -= lr v; v *= mu over all parameters at once, float4
  *
  * The fused trainer keeps no separate gradient: the velocity v of SGD with momentum is
@@ -153,143 +154,101 @@ __global__ void mlp_sgd_naive(float *w, float *v, const float *g, long long n, f
 
 /* ------------------------------------------------------------------ fused kernels */
 
-/* mlp_bias_relu: z1 + b1 and the ReLU in one pass over z1 (in place), where the naive
- * trainer reads and writes the matrix twice. float4 grid-stride as in chapter 01; with
- * cols % 4 == 0 the four elements of a float4 share one row, so the bias is a float4 too. */
-__global__ void mlp_bias_relu_vec4(float *z, const float *b, int rows, int cols)
-{
-    size_t n4 = (size_t)rows * cols / 4, stride = (size_t)gridDim.x * blockDim.x;
-    float4 *z4 = (float4 *)z;
-    const float4 *b4 = (const float4 *)b;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
-        float4 v = z4[i], bb = b4[i % (cols / 4)];
-        z4[i] = make_float4(fmaxf(v.x + bb.x, 0.0f), fmaxf(v.y + bb.y, 0.0f), fmaxf(v.z + bb.z, 0.0f),
-                            fmaxf(v.w + bb.w, 0.0f));
-    }
-}
+#define MLP_OUT_THREADS 128
 
-__global__ void mlp_bias_relu_scalar(float *z, const float *b, int rows, int cols)
-{
-    size_t n = (size_t)rows * cols, stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        z[i] = fmaxf(z[i] + b[i % cols], 0.0f);
-}
-
-static inline void launch_bias_relu(float *z, const float *b, int rows, int cols)
-{
-    long long n = (long long)rows * cols;
-    if (cols % 4 == 0) mlp_bias_relu_vec4<<<vadd_grid(n / 4), VADD_BLOCK>>>(z, b, rows, cols);
-    else mlp_bias_relu_scalar<<<vadd_grid(n), VADD_BLOCK>>>(z, b, rows, cols);
-    CHECK_LAUNCH();
-}
-
-#define MLP_OUT_WARPS 8
-
-/* mlp_output_layer: one warp per batch row. The lanes split the H-long dot products of
- * the row with the 10 columns of W2 (lane k takes k, k + 32, ...), chapter 03's warp sum
- * adds the 10 partial sums, and lane 0 finishes the row: bias, softmax, -log p[y] and,
- * when training, dz2 = (p - onehot) / batch. Chapter 03's block sum then adds the rows'
- * losses and correct predictions, the dz2 columns (the b2 gradient) are added through
- * shared memory, and one atomic per quantity adds the block's share to the totals. This replaces a GEMM with N = 10 (which
- * leaves most of a 64-wide tile empty), two bias/softmax passes, the loss kernel, the
- * loss sum and the b2 column sum. */
+/* mlp_output_layer: one block of 128 threads per batch row. The bias and ReLU of the
+ * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
+ * stored), each thread takes hidden units k, k + 128, ... and accumulates the 10 dot
+ * products with W2's rows, chapter 03's warp sum adds them within each warp, and thread 0
+ * adds the four warps' sums and finishes the row: bias, softmax, -log p[y], the argmax,
+ * and when training dz2 = (p - onehot) / batch. The loss, the count of correct rows and
+ * the b2 gradient (the column sums of dz2) go to their totals by atomics. This one kernel
+ * replaces the bias and ReLU passes, a GEMM with N = 10 (which leaves most of a 64-wide
+ * tile empty), the second bias pass, softmax, the loss kernel, its sum and a column sum. */
 template <bool TRAIN>
-__global__ void __launch_bounds__(MLP_OUT_WARPS * 32)
-mlp_output_layer(const float *a1, const float *w2, const float *b2, const int *y, int rows, int hidden,
-                 float inv_batch, float *dz2, float *gb2, float *loss_slots, const int *cursor,
-                 int full_batch, int *correct)
+__global__ void __launch_bounds__(MLP_OUT_THREADS)
+mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2, const int *y, int hidden,
+                 float inv_batch, float *dz2, float *gb2, float *loss_slots, const int *cursor, int full_batch,
+                 int *correct)
 {
-    __shared__ float s_db[MLP_OUT_WARPS][MLP_CLASSES];
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int r = blockIdx.x * MLP_OUT_WARPS + warp;
-    float acc[MLP_CLASSES], loss = 0.0f, hit = 0.0f;
+    __shared__ float s_part[MLP_OUT_THREADS / 32][MLP_CLASSES];
+    int r = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float acc[MLP_CLASSES];
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) acc[c] = 0.0f;
-    if (r < rows) {
-        const float *ar = a1 + (size_t)r * hidden;
-        for (int k = lane; k < hidden; k += 32) {
-            float a = ar[k];
-            const float *wk = w2 + (size_t)k * MLP_CLASSES;
+    const float *zr = z1 + (size_t)r * hidden;
+    for (int k = threadIdx.x; k < hidden; k += MLP_OUT_THREADS) {
+        float a = fmaxf(zr[k] + b1[k], 0.0f);
+        const float *wk = w2 + (size_t)k * MLP_CLASSES;
 #pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) acc[c] = fmaf(a, wk[c], acc[c]);
-        }
+        for (int c = 0; c < MLP_CLASSES; c++) acc[c] = fmaf(a, wk[c], acc[c]);
     }
 #pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) acc[c] = reduce_warp_sum(acc[c]);
-    if (lane == 0) {
-        if (r < rows) {
-            float zmax = -INFINITY, sum = 0.0f;
-            int best = 0, label = y[r];
-#pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) {
-                acc[c] += b2[c];
-                if (acc[c] > zmax) { zmax = acc[c]; best = c; }
-            }
-#pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) sum += expf(acc[c] - zmax);
-            loss = logf(sum) + zmax - acc[label];
-            hit = best == label ? 1.0f : 0.0f;
-#pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) {
-                float d = (expf(acc[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * inv_batch;
-                if (TRAIN) dz2[(size_t)r * MLP_CLASSES + c] = d;
-                s_db[warp][c] = d;
-            }
-        } else {
-#pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) s_db[warp][c] = 0.0f;
-        }
+    for (int c = 0; c < MLP_CLASSES; c++) {
+        acc[c] = reduce_warp_sum(acc[c]);
+        if (lane == 0) s_part[warp][c] = acc[c];
     }
-    /* chapter 03's block sum (its barriers also publish s_db) */
-    loss = reduce_block_sum(loss);
-    hit = reduce_block_sum(hit);
-    int t = threadIdx.x;
-    if (t == 0) {
-        atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), loss);
-        if (correct) atomicAdd(correct, (int)hit);
-    } else if (TRAIN && t <= MLP_CLASSES) {
-        float s = 0.0f;
-        for (int w = 0; w < MLP_OUT_WARPS; w++) s += s_db[w][t - 1];
-        atomicAdd(gb2 + t - 1, s);
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    float z[MLP_CLASSES], zmax = -INFINITY, sum = 0.0f;
+    int best = 0, label = y[r];
+#pragma unroll
+    for (int c = 0; c < MLP_CLASSES; c++) {
+        z[c] = b2[c];
+        for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z[c] += s_part[w][c];
+        if (z[c] > zmax) { zmax = z[c]; best = c; }
+    }
+#pragma unroll
+    for (int c = 0; c < MLP_CLASSES; c++) sum += expf(z[c] - zmax);
+    atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - z[label]);
+    if (correct && best == label) atomicAdd(correct, 1);
+    if (TRAIN) {
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) {
+            float d = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * inv_batch;
+            dz2[(size_t)r * MLP_CLASSES + c] = d;
+            atomicAdd(gb2 + c, d);
+        }
     }
 }
 
 template <bool TRAIN>
-static inline void launch_output_layer(const float *a1, const float *w2, const float *b2, const int *y,
-                                       int rows, int hidden, float *dz2, float *gb2, float *loss_slots,
-                                       const int *cursor, int full_batch, int *correct)
+static inline void launch_output_layer(const float *z1, const float *b1, const float *w2, const float *b2,
+                                       const int *y, int rows, int hidden, float *dz2, float *gb2,
+                                       float *loss_slots, const int *cursor, int full_batch, int *correct)
 {
-    mlp_output_layer<TRAIN><<<mlp_blocks(rows, MLP_OUT_WARPS), MLP_OUT_WARPS * 32>>>(
-        a1, w2, b2, y, rows, hidden, 1.0f / rows, dz2, gb2, loss_slots, cursor, full_batch, correct);
+    mlp_output_layer<TRAIN><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2, gb2,
+                                                       loss_slots, cursor, full_batch, correct);
     CHECK_LAUNCH();
 }
 
-#define MLP_BACK_COLS 128
-#define MLP_BACK_ROWS 16
+#define MLP_BACK_COLS 64
+#define MLP_BACK_MAX_ROWS 32
 
-/* mlp_hidden_backward: thread j of a block owns hidden unit j for MLP_BACK_ROWS batch
- * rows. It keeps W2's row j (10 floats) in registers and the block's dz2 rows in shared
- * memory; per row it forms da1 = dz2 . W2[j], masks it with the ReLU (a1 > 0 exactly when
- * z1 > 0), writes dz1, and accumulates the dW2 row j (10 sums of a1 * dz2) and the b1
- * gradient. At the end one atomic per value adds the block's share to the velocity.
- * Three kernels (a GEMM with K = 10, the ReLU mask, a GEMM with N = 10 on a transposed
- * a1) and a transpose become one pass over a1. */
+/* mlp_hidden_backward: thread j of a block owns hidden unit j for `rows_per_block` batch
+ * rows. It keeps W2's row j (10 floats) and b1[j] in registers and the block's dz2 rows
+ * in shared memory; per row it recomputes a1 = max(z1 + b1, 0), forms da1 = dz2 . W2[j],
+ * masks it with the ReLU (a1 > 0 exactly when z1 + b1 > 0), writes dz1, and accumulates
+ * the dW2 row j (10 sums of a1 * dz2) and the b1 gradient. At the end one atomic per
+ * value adds the block's share to the velocity. A GEMM with K = 10, the ReLU mask, a
+ * transpose and a GEMM with N = 10 become one pass over z1. rows_per_block is chosen so
+ * that about 8 blocks share each column: enough blocks for the GPU, few atomics. */
 __global__ void __launch_bounds__(MLP_BACK_COLS)
-mlp_hidden_backward(const float *a1, const float *dz2, const float *w2, int rows, int hidden, float *dz1,
-                    float *gw2, float *gb1)
+mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2, int rows, int hidden,
+                    int rows_per_block, float *dz1, float *gw2, float *gb1)
 {
-    __shared__ float s_dz2[MLP_BACK_ROWS][MLP_CLASSES];
-    int r0 = blockIdx.y * MLP_BACK_ROWS, j = blockIdx.x * MLP_BACK_COLS + threadIdx.x;
-    int nrows = rows - r0 < MLP_BACK_ROWS ? rows - r0 : MLP_BACK_ROWS;
+    __shared__ float s_dz2[MLP_BACK_MAX_ROWS][MLP_CLASSES];
+    int r0 = blockIdx.y * rows_per_block, j = blockIdx.x * MLP_BACK_COLS + threadIdx.x;
+    int nrows = rows - r0 < rows_per_block ? rows - r0 : rows_per_block;
     for (int i = threadIdx.x; i < nrows * MLP_CLASSES; i += blockDim.x)
         s_dz2[i / MLP_CLASSES][i % MLP_CLASSES] = dz2[(size_t)r0 * MLP_CLASSES + i];
     __syncthreads();
     if (j >= hidden) return;
-    float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f;
+    float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = b1[j];
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) { w[c] = w2[(size_t)j * MLP_CLASSES + c]; gw[c] = 0.0f; }
     for (int r = 0; r < nrows; r++) {
-        float a = a1[(size_t)(r0 + r) * hidden + j], da = 0.0f;
+        float a = fmaxf(z1[(size_t)(r0 + r) * hidden + j] + bias, 0.0f), da = 0.0f;
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) {
             da = fmaf(s_dz2[r][c], w[c], da);
@@ -304,11 +263,13 @@ mlp_hidden_backward(const float *a1, const float *dz2, const float *w2, int rows
     atomicAdd(gb1 + j, gb);
 }
 
-static inline void launch_hidden_backward(const float *a1, const float *dz2, const float *w2, int rows,
-                                          int hidden, float *dz1, float *gw2, float *gb1)
+static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
+                                          int rows, int hidden, float *dz1, float *gw2, float *gb1)
 {
-    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, MLP_BACK_ROWS));
-    mlp_hidden_backward<<<grid, MLP_BACK_COLS>>>(a1, dz2, w2, rows, hidden, dz1, gw2, gb1);
+    int per_block = (rows + 7) / 8;
+    per_block = per_block > MLP_BACK_MAX_ROWS ? MLP_BACK_MAX_ROWS : per_block;
+    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block));
+    mlp_hidden_backward<<<grid, MLP_BACK_COLS>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1);
     CHECK_LAUNCH();
 }
 

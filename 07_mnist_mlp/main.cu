@@ -131,7 +131,7 @@ static int extra_flag(int argc, char **argv, int *i, char *err, size_t errlen, v
     return 1;
 }
 
-static Flags FLAGS = {0, NULL, NULL, 1024, 256, 10, 60000, 0.1, 0.0, 0.0, NULL, NULL, NULL, NULL};
+static Flags FLAGS = {0, NULL, NULL, 1024, 256, 10, 0, 0.05, 0.9, 0.0, NULL, NULL, NULL, NULL};
 
 static const ProgramSpec SPEC = {
     "mnist_mlp",
@@ -145,10 +145,10 @@ static const ProgramSpec SPEC = {
     "                   (default: data/mnist, data/fashion-mnist, /usr/share/datasets/fashion-mnist)\n"
     "  --hidden H       hidden units (default 1024)\n"
     "  --batch B        batch size of --train (default 256)\n"
-    "  --lr X           learning rate (default 0.1)\n"
-    "  --momentum X     SGD momentum in [0, 0.999] (default 0: plain SGD)\n"
+    "  --lr X           learning rate (default 0.05)\n"
+    "  --momentum X     SGD momentum in [0, 0.999] (default 0.9; 0: plain SGD)\n"
     "  --epochs N       epochs (default 10; 0 with --load: evaluate only)\n"
-    "  --train-size N   train on the first N training images (default all 60000)\n"
+    "  --train-size N   train on the first N training images (default all)\n"
     "  --save FILE      write the trained weights (atomically) to FILE\n"
     "  --load FILE      start from the weights in FILE\n"
     "  --min-accuracy P exit 1 if the final test accuracy is below P percent\n"
@@ -208,7 +208,7 @@ static void pixel_stats(const IdxDataset *ds, int count, float *mean, float *std
 }
 
 /* Loads (or synthesizes) train and test sets; any problem is a usage error (exit 2). */
-static void load_data(const Flags *f, Data *d)
+static void load_data(Flags *f, Data *d)
 {
     const char *dir = f->data;
     for (int i = 0; !dir && DEFAULT_DATA[i]; i++)
@@ -228,6 +228,7 @@ static void load_data(const Flags *f, Data *d)
         base = base && base[1] ? base + 1 : dir;
         snprintf(d->name, sizeof d->name, "%s", base);
     }
+    if (f->train_size == 0) f->train_size = d->train.count;
     if (f->train_size > d->train.count)
         cli_fail(&SPEC, "--train-size %d, but %s has only %d training images", f->train_size, dir, d->train.count);
     pixel_stats(&d->train, f->train_size < d->train.count ? f->train_size : d->train.count, &d->mean, &d->std);
@@ -347,7 +348,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->vel = (float *)dalloc(pb);
     t->x = (float *)dalloc(bx);
     t->xt = (float *)dalloc(bx);
-    t->a1 = (float *)dalloc(bh);
+    t->z1 = (float *)dalloc(bh);
     t->dz2 = (float *)dalloc(bc);
     t->dz1 = (float *)dalloc(bh);
     t->y = (int *)dalloc((size_t)batch * sizeof(int));
@@ -360,7 +361,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
     if (!impl->fused) {
         t->grad = (float *)dalloc(pb);
-        t->z1 = (float *)dalloc(bh);
+        t->a1 = (float *)dalloc(bh);
         t->z2 = (float *)dalloc(bc);
         t->p = (float *)dalloc(bc);
         t->rowloss = (float *)dalloc((size_t)batch * sizeof(float));
@@ -461,18 +462,17 @@ static void step_unfused(Trainer *t, int s, int first, int batch)
     CHECK_LAUNCH(); SYNC_IF(t);
 }
 
-/* The fused step: seven launches, positions read from the device cursor. */
+/* The fused step: six launches, positions read from the device cursor. */
 static void step_fused(Trainer *t, int batch, float lr, float mu)
 {
     const MlpLayout *l = &t->l;
     int H = t->hidden;
     float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2, *b2 = t->params + l->b2;
     launch_gather(t->pixels, t->labels, t->order, t->cursor, 0, batch, t->mean, t->std, t->x, t->xt, t->y);
-    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 0.0f, t->a1);
-    launch_bias_relu(t->a1, b1, batch, H);
-    launch_output_layer<true>(t->a1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, t->cursor,
+    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 0.0f, t->z1);
+    launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, t->cursor,
                               t->batch, NULL);
-    launch_hidden_backward(t->a1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1);
+    launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1);
     gemm(t, IDX_PIXELS, H, batch, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1);
     launch_sgd_step(t->params, t->vel, l->total, lr, mu, t->cursor, batch);
 }
@@ -583,10 +583,9 @@ static double evaluate(Trainer *t, double *loss)
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
         launch_gather(t->test_pixels, t->test_labels, t->test_order, NULL, first, b, t->mean, t->std, t->x, NULL, t->y);
-        gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->a1);
-        launch_bias_relu(t->a1, t->params + l->b1, b, t->hidden);
-        launch_output_layer<false>(t->a1, t->params + l->w2, t->params + l->b2, t->y, b, t->hidden, NULL, NULL,
-                                   t->eval_loss, NULL, t->batch, t->correct);
+        gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1);
+        launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
+                                   t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
     }
     int correct;
     float sum;
@@ -722,10 +721,14 @@ static float *download(const float *dev, size_t n)
 
 /* One step of `impl` on the case's batch. The trainer's epoch is the whole batch, so one
  * epoch is one step, run through the trainer's own path (graphs included). Tolerances:
- *   a1         1e-5 normwise: fp32 dot products of length 784, relative error ~sqrt(784) * 6e-8
+ *   z1         1e-5 normwise: fp32 dot products of length 784, relative error ~sqrt(784) * 6e-8
  *   loss       1e-5 relative: a sum of B positive terms
- *   dz2, grads 1e-4 normwise: built from fp32 logits; batch sums of gradients partly cancel
- *   new params 1e-6 normwise: the step moves them by lr * grad, small next to the weights */
+ *   dz2, dW2, db2  1e-4 normwise: built from fp32 logits; batch sums partly cancel
+ *   dW1, db1   1e-3 normwise: besides rounding, a unit whose z1 + b1 lies within rounding
+ *              of 0 can land on the other side of the ReLU kink than in double; at
+ *              256x1024 a few of them (from GEMMs that sum in another order than the CPU)
+ *              moved these gradients by 4e-4
+ *   new params 1e-5 normwise: the step moves them by lr * grad, small next to the weights */
 static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long seed)
 {
     const MlpLayout *l = &c->l;
@@ -734,14 +737,14 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
     trainer_create(&t, impl, &c->data, B, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
     trainer_set_params(&t, c->p0, CHECK_LR, CHECK_MU);
     trainer_prepare_graphs(&t);
-    poison_device(t.a1, (size_t)B * H * sizeof(float));
+    poison_device(t.z1, (size_t)B * H * sizeof(float));
     poison_device(t.dz2, (size_t)B * MLP_CLASSES * sizeof(float));
     EpochResult r = run_epoch(&t);
     if (memcmp(t.h_order, c->order, (size_t)B * sizeof(int)) != 0) {
         fprintf(stderr, "internal error: the trainer drew another batch order than the check\n");
         exit(1);
     }
-    float *a1 = download(t.a1, (size_t)B * H), *dz2 = download(t.dz2, (size_t)B * MLP_CLASSES);
+    float *z1 = download(t.z1, (size_t)B * H), *dz2 = download(t.dz2, (size_t)B * MLP_CLASSES);
     float *g = download(impl->fused ? t.vel : t.grad, l->total), *np = download(t.params, l->total);
     if (impl->fused)
         for (size_t i = 0; i < l->total; i++) g[i] /= CHECK_MU; /* the update left v = mu * g; mu = 0.5 is exact */
@@ -750,15 +753,19 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
     int fails = 0;
 #define CHECK_ONE(label, err, tol) do { snprintf(what, sizeof what, "%s %s", impl->name, label); fails += !report_check(what, size, err, tol); } while (0)
     CHECK_ONE("loss", isfinite(r.loss) ? fabs(r.loss - c->s.loss) / fabs(c->s.loss) : INFINITY, 1e-5);
-    CHECK_ONE("a1", norm_rel_error(a1, c->s.a1, (size_t)B * H), 1e-5);
+    /* the fused trainers keep z1 without its bias (added where z1 is read) */
+    double *z1_ref = (double *)xmalloc((size_t)B * H * sizeof(double));
+    for (size_t i = 0; i < (size_t)B * H; i++) z1_ref[i] = c->s.z1[i] - (impl->fused ? c->p0[l->b1 + i % H] : 0.0);
+    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B * H), 1e-5);
+    free(z1_ref);
     CHECK_ONE("dz2", norm_rel_error(dz2, c->s.dz2, (size_t)B * MLP_CLASSES), 1e-4);
-    CHECK_ONE("dW1", norm_rel_error(g + l->w1, c->s.grad + l->w1, (size_t)IDX_PIXELS * H), 1e-4);
-    CHECK_ONE("db1", norm_rel_error(g + l->b1, c->s.grad + l->b1, (size_t)H), 1e-4);
+    CHECK_ONE("dW1", norm_rel_error(g + l->w1, c->s.grad + l->w1, (size_t)IDX_PIXELS * H), 1e-3);
+    CHECK_ONE("db1", norm_rel_error(g + l->b1, c->s.grad + l->b1, (size_t)H), 1e-3);
     CHECK_ONE("dW2", norm_rel_error(g + l->w2, c->s.grad + l->w2, (size_t)H * MLP_CLASSES), 1e-4);
     CHECK_ONE("db2", norm_rel_error(g + l->b2, c->s.grad + l->b2, MLP_CLASSES), 1e-4);
-    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), 1e-6);
+    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), 1e-5);
 #undef CHECK_ONE
-    free(a1); free(dz2); free(g); free(np);
+    free(z1); free(dz2); free(g); free(np);
     trainer_destroy(&t);
     return fails;
 }
@@ -824,6 +831,41 @@ static double peer_ms(const char *path, const char *kernel, int batch)
     return found;
 }
 
+/* The fused step's six launches timed one by one (median of --reps runs each), to see
+ * where a step's time goes. lr 0 and momentum 1 leave the parameters alone; repeated runs
+ * of a stage only pile up values in scratch buffers. */
+static const char *const STAGE_NAMES[] = {"gather", "gemm_forward", "output_layer", "hidden_backward",
+                                          "gemm_dW1", "sgd_update"};
+#define NSTAGES 6
+
+typedef struct { Trainer *t; int stage; } StageCtx;
+
+static void run_stage(void *p)
+{
+    StageCtx *c = (StageCtx *)p;
+    Trainer *t = c->t;
+    const MlpLayout *l = &t->l;
+    int B = t->batch, H = t->hidden;
+    switch (c->stage) {
+    case 0: launch_gather(t->pixels, t->labels, t->order, NULL, 0, B, t->mean, t->std, t->x, t->xt, t->y); break;
+    case 1: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1); break;
+    case 2: launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, B, H,
+                                      t->dz2, t->vel + l->b2, t->step_loss, NULL, B, NULL); break;
+    case 3: launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H, t->dz1,
+                                   t->vel + l->w2, t->vel + l->b1); break;
+    case 4: gemm(t, IDX_PIXELS, H, B, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1); break;
+    default: launch_sgd_step(t->params, t->vel, l->total, 0.0f, 1.0f, NULL, B); break;
+    }
+}
+
+static void stage_times(Trainer *t, int reps, double *us)
+{
+    for (int k = 0; k < NSTAGES; k++) {
+        StageCtx c = {t, k};
+        us[k] = 1e3 * time_median_ms(run_stage, &c, 3, reps);
+    }
+}
+
 /* Epochs each trainer is timed for: the slow ones need fewer for a stable median. */
 static int bench_epochs(const Impl *impl, int epochs)
 {
@@ -840,7 +882,9 @@ static void bench_batch(const Options *o, const DeviceInfo *info, const Data *d,
     float *p0 = (float *)xmalloc(l.total * sizeof(float));
     mlp_init(p0, &l, o->seed);
     TrainResult res[NIMPLS];
+    double stage_us[NIMPLS][NSTAGES];
     memset(res, 0, sizeof res);
+    memset(stage_us, 0, sizeof stage_us);
     printf("\nbatch %d, hidden %d, %d training images, lr %g, momentum %g, %s\n", batch, hidden, n_train, f->lr,
            f->momentum, d->name);
     for (int k = 0; k < NIMPLS; k++) {
@@ -849,6 +893,7 @@ static void bench_batch(const Options *o, const DeviceInfo *info, const Data *d,
         trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
         trainer_set_params(&t, p0, (float)f->lr, (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
+        if (IMPLS[k].graph == GRAPH_EPOCH) stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
     }
     double torch_graphs = peer_ms(f->peer, "torch_graphs", batch);
@@ -871,6 +916,24 @@ static void bench_batch(const Options *o, const DeviceInfo *info, const Data *d,
         if (res[k].median_ms > 0.0)
             printf("  %-12s test accuracy after %2d epochs: %6.2f%%\n", IMPLS[k].name, res[k].epochs, res[k].accuracy);
     const TrainResult *opt = &res[NIMPLS - 2], *cub = &res[NIMPLS - 1];
+    if (stage_us[NIMPLS - 2][0] > 0.0 && stage_us[NIMPLS - 1][0] > 0.0) {
+        snprintf(title, sizeof title, "one step, launch by launch (us), batch %d: %% ceiling = the cublas trainer's time", batch);
+        table_header(title);
+        for (int k = NIMPLS - 2; k < NIMPLS; k++) {
+            double sum = 0.0;
+            for (int st = 0; st < NSTAGES; st++) {
+                char name[64];
+                snprintf(name, sizeof name, "%s:%s", IMPLS[k].name, STAGE_NAMES[st]);
+                double us = stage_us[k][st], ref = stage_us[NIMPLS - 1][st];
+                BenchRow r = {name, "step", size, us * 1e-3, us, "us", "cublas_stage", ref};
+                table_row(&r, 0.0);
+                if (o->csv && csv_append(o->csv, info->name, CHAPTER, &r) != 0) exit(1);
+                sum += us;
+            }
+            printf("  %s: the launches add up to %.1f us; a step of the epoch took %.1f us\n", IMPLS[k].name, sum,
+                   1e3 * res[k].median_ms / ((n_train + batch - 1) / batch));
+        }
+    }
     if (opt->median_ms > 0.0 && cub->median_ms > 0.0)
         printf("  optimized / cublas epoch time %.2fx (target <= 1.5), accuracy difference %.2f points\n",
                opt->median_ms / cub->median_ms, fabs(opt->accuracy - cub->accuracy));
