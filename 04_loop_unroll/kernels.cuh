@@ -3,8 +3,8 @@
  * The sum (every version gives the full sum; the ReduceLauncher signature of chapter 03):
  *   k{2,4,8,16}_tree  each thread adds K elements a block apart, then 03's shared-memory tree
  *                     (K = 2 is 03's v4); several passes
- *   k8_last_warp      K = 8, the tree's last warp finished with shuffles, without barriers
- *   k8_template       K = 8, block size a template parameter: the whole tree unrolled
+ *   k16_last_warp     K = 16, the tree's last warp finished with shuffles, without barriers
+ *   k16_template      K = 16, block size a template parameter: the whole tree unrolled
  *   gs_u4_rolled      grid-stride single pass, an inner loop of 4 float4 loads kept rolled
  *   gs_u{1,2,4,8,16}  the same with the inner loop unrolled (#pragma unroll): U loads in flight
  *
@@ -55,7 +55,7 @@ static inline void unroll_launch_k_tree(const float *in, int n, float *out, cons
     reduce_multi_pass(unroll_k_tree<K>, K * REDUCE_BLOCK, in, n, out, ws);
 }
 
-/* k8_last_warp: the tree loop stops at 64 values and one warp finishes with five
+/* k16_last_warp: the tree loop stops at 64 values and one warp finishes with five
  * shuffles (03's reduce_warp_sum, whose constant-count loop nvcc unrolls): six fewer
  * block-wide barriers and shared-memory round trips per block. */
 template <int K>
@@ -81,7 +81,7 @@ static inline void unroll_launch_last_warp(const float *in, int n, float *out, c
     reduce_multi_pass(unroll_last_warp<K>, K * REDUCE_BLOCK, in, n, out, ws);
 }
 
-/* k8_template: the block size is a template parameter, so every level of the tree is
+/* k16_template: the block size is a template parameter, so every level of the tree is
  * written out and each `if (BLOCK >= ...)` is decided by the compiler: no loop counter,
  * no loop branch, and the strides of the K loads are constants folded into addresses. */
 template <int BLOCK, int K>

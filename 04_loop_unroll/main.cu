@@ -15,8 +15,8 @@ static const ReduceVersion SUM_VERSIONS[] = {
     {"k4_tree", "step", unroll_launch_k_tree<4>},
     {"k8_tree", "step", unroll_launch_k_tree<8>},
     {"k16_tree", "step", unroll_launch_k_tree<16>},
-    {"k8_last_warp", "step", unroll_launch_last_warp<8>},
-    {"k8_template", "step", unroll_launch_template_block<8>},
+    {"k16_last_warp", "step", unroll_launch_last_warp<16>},
+    {"k16_template", "step", unroll_launch_template_block<16>},
     {"gs_u4_rolled", "step", unroll_launch_grid_stride<4, false>},
     {"gs_u1", "step", unroll_launch_grid_stride<1, true>},
     {"gs_u2", "step", unroll_launch_grid_stride<2, true>},
@@ -35,15 +35,15 @@ typedef struct {
 static const PolyVersion POLY_VERSIONS[] = {
     {"poly_k1", "naive", unroll_launch_poly<1>},
     {"poly_k2", "step", unroll_launch_poly<2>},
-    {"poly_k4", "optimized", unroll_launch_poly<4>},
-    {"poly_k8", "step", unroll_launch_poly<8>},
+    {"poly_k4", "step", unroll_launch_poly<4>},
+    {"poly_k8", "optimized", unroll_launch_poly<8>},
     {"poly_k16", "step", unroll_launch_poly<16>},
     {"poly_k1_full", "step", unroll_launch_poly_full},
 };
 #define NPOLY (int)(sizeof POLY_VERSIONS / sizeof POLY_VERSIONS[0])
 
 static const char *const KERNEL_NAMES[] = {
-    "k2_tree", "k4_tree", "k8_tree", "k16_tree", "k8_last_warp", "k8_template", "gs_u4_rolled",
+    "k2_tree", "k4_tree", "k8_tree", "k16_tree", "k16_last_warp", "k16_template", "gs_u4_rolled",
     "gs_u1", "gs_u2", "gs_u4", "gs_u8", "gs_u16",
     "poly_k1", "poly_k2", "poly_k4", "poly_k8", "poly_k16", "poly_k1_full", NULL};
 
