@@ -384,9 +384,10 @@ static inline void sgemm_padded(int M, int N, int K, float alpha, const float *A
  * So per k the threads of a warp read WTC neighbouring float4 of B (and WTR of A): each
  * 16-byte shared load is a contiguous, conflict-free 128-byte (or 64-byte) run, and the
  * warp's footprint in shared memory is small. As is [k][BM + 4]: transposed and padded. */
-template <int BM_, int BN_, int BK_, int TM_, int TN_, int WTR_, int STAGES_>
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int WTR_, int STAGES_, int FRAG_PIPE_ = 0>
 struct SgemmConfig {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, STAGES = STAGES_;
+    static constexpr bool FRAG_PIPE = FRAG_PIPE_ != 0; /* see sgemm_mainloop_frag_pipe */
     static constexpr int WTR = WTR_, WTC = 32 / WTR_;
     static constexpr int WM = TM * WTR, WN = TN * WTC;
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -617,6 +618,106 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
     }
 }
 
+/* The main loop of steps 9 and 10: STAGES shared-memory slices in a ring. While the warps
+ * multiply slice kt, the copies of slices up to kt + STAGES - 1 are in flight, so the load
+ * latency hides behind the FMAs, and one __syncthreads per slice suffices: the slice being
+ * overwritten was finished by every warp before the barrier at the top of this iteration. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan &plan,
+                                               const float *A, const float *B, int N, int K,
+                                               int k_first, int tiles,
+                                               float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
+{
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; s++) {
+        if (s < tiles)
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + s * Cfg::BK);
+        sgemm_cp_async_commit();
+    }
+    int read_stage = 0, write_stage = Cfg::STAGES - 1;
+    for (int kt = 0; kt < tiles; kt++) {
+        sgemm_cp_async_wait<Cfg::STAGES - 2>();
+        __syncthreads();
+        int next = kt + Cfg::STAGES - 1;
+        if (next < tiles)
+            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + next * Cfg::BK);
+        sgemm_cp_async_commit();
+        const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
+        sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
+        read_stage = read_stage + 1 == Cfg::STAGES ? 0 : read_stage + 1;
+        write_stage = write_stage + 1 == Cfg::STAGES ? 0 : write_stage + 1;
+    }
+}
+
+/* One k step's fragments: TM values of A and TN of B from shared memory into registers. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, int row, int col,
+                                                     float (&a)[Cfg::TM], float (&b)[Cfg::TN])
+{
+    const float *As = stage, *Bs = stage + Cfg::BK * Cfg::AS;
+#pragma unroll
+    for (int i = 0; i < Cfg::TM / 4; i++)
+        *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + row + i * Cfg::WTR * 4];
+#pragma unroll
+    for (int j = 0; j < Cfg::TN / 4; j++)
+        *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + col + j * Cfg::WTC * 4];
+}
+
+/* The same ring, software-pipelined one k step deep across slice boundaries: the fragments
+ * of step k + 1 are loaded while step k's FMAs run, and the barrier moves to the last step
+ * of a slice, so that the first fragments of slice kt + 1 load during the last FMAs of
+ * slice kt. The plain loop above waits for them right after its barrier (ncu: "short
+ * scoreboard" stalls on the first FMAs of each slice). Costs TM + TN registers. Here all
+ * STAGES slices are filled before the loop, and slice kt's buffer is refilled (with slice
+ * kt + STAGES) once its last fragments are in registers. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const SgemmCopyPlan &plan,
+                                                         const float *A, const float *B, int N,
+                                                         int K, int k_first, int tiles,
+                                                         float (&acc)[Cfg::TM][Cfg::TN], int row,
+                                                         int col)
+{
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES; s++) {
+        if (s < tiles)
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + s * Cfg::BK);
+        sgemm_cp_async_commit();
+    }
+    sgemm_cp_async_wait<Cfg::STAGES - 1>();
+    __syncthreads();
+    float a[2][Cfg::TM], b[2][Cfg::TN];
+    sgemm_load_fragments<Cfg>(smem, 0, row, col, a[0], b[0]);
+    int stage = 0;
+    for (int kt = 0; kt < tiles; kt++) {
+        const float *cur = smem + stage * Cfg::STAGE_FLOATS;
+        int next_stage = stage + 1 == Cfg::STAGES ? 0 : stage + 1;
+#pragma unroll
+        for (int k = 0; k < Cfg::BK; k++) {
+            if (k == Cfg::BK - 1) {
+                sgemm_cp_async_wait<Cfg::STAGES - 2>(); /* slice kt + 1 has landed */
+                __syncthreads();                        /* and nobody reads slice kt any more */
+                if (kt + Cfg::STAGES < tiles)
+                    sgemm_load_stage_async<Cfg>(smem + stage * Cfg::STAGE_FLOATS, plan, A, B, N,
+                                                K, k_first + (kt + Cfg::STAGES) * Cfg::BK);
+                sgemm_cp_async_commit();
+                if (kt + 1 < tiles)
+                    sgemm_load_fragments<Cfg>(smem + next_stage * Cfg::STAGE_FLOATS, 0, row, col,
+                                              a[(k + 1) % 2], b[(k + 1) % 2]);
+            } else {
+                sgemm_load_fragments<Cfg>(cur, k + 1, row, col, a[(k + 1) % 2], b[(k + 1) % 2]);
+            }
+#pragma unroll
+            for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+                for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[k % 2][i] * b[k % 2][j];
+        }
+        stage = next_stage;
+    }
+}
+
 /* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, float alpha,
@@ -634,13 +735,10 @@ __device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, fl
     }
 }
 
-/* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): STAGES shared-memory
- * slices in a ring. While the warps multiply slice kt, the copies of slices up to
- * kt + STAGES - 1 are in flight, so the load latency hides behind the FMAs, and one
- * __syncthreads per slice suffices: the slice being overwritten was finished by every
- * warp before the barrier at the top of this iteration.
- * With SPLIT, block z multiplies only slices [z * split_tiles, (z + 1) * split_tiles) and
- * adds its partial product into C with atomics (sgemm_splitk below). */
+/* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): the pipelined main
+ * loop above and the warp-tiled epilogue. With SPLIT, block z multiplies only slices
+ * [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C with
+ * atomics (sgemm_splitk below). */
 template <typename Cfg, bool SPLIT>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
     int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
@@ -657,28 +755,11 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         k_first = blockIdx.z * split_tiles * Cfg::BK;
         tiles = min(split_tiles, tiles - blockIdx.z * split_tiles);
     }
-#pragma unroll
-    for (int s = 0; s < Cfg::STAGES - 1; s++) {
-        if (s < tiles)
-            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
-                                        k_first + s * Cfg::BK);
-        sgemm_cp_async_commit();
-    }
     float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
-    int read_stage = 0, write_stage = Cfg::STAGES - 1;
-    for (int kt = 0; kt < tiles; kt++) {
-        sgemm_cp_async_wait<Cfg::STAGES - 2>();
-        __syncthreads();
-        int next = kt + Cfg::STAGES - 1;
-        if (next < tiles)
-            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, N, K,
-                                        k_first + next * Cfg::BK);
-        sgemm_cp_async_commit();
-        const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
-        sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
-        read_stage = read_stage + 1 == Cfg::STAGES ? 0 : read_stage + 1;
-        write_stage = write_stage + 1 == Cfg::STAGES ? 0 : write_stage + 1;
-    }
+    if (Cfg::FRAG_PIPE)
+        sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
+    else
+        sgemm_mainloop<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
     if (SPLIT)
         sgemm_tile_atomic_add<Cfg>(C, M, N, alpha, acc, m0 + row, n0 + col);
     else
@@ -758,14 +839,15 @@ typedef SgemmConfig<128, 128, 8, 8, 8, 4, 2> SgemmWarptileCfg;
 #ifndef SGEMM_TUNED_BM
 #define SGEMM_TUNED_BM 128
 #define SGEMM_TUNED_BN 256
-#define SGEMM_TUNED_BK 16
+#define SGEMM_TUNED_BK 32
 #define SGEMM_TUNED_TM 8
 #define SGEMM_TUNED_TN 16
 #define SGEMM_TUNED_WTR 4
 #define SGEMM_TUNED_STAGES 3
+#define SGEMM_TUNED_FRAG_PIPE 0
 #endif
 typedef SgemmConfig<SGEMM_TUNED_BM, SGEMM_TUNED_BN, SGEMM_TUNED_BK, SGEMM_TUNED_TM, SGEMM_TUNED_TN,
-                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES> SgemmHopperCfg;
+                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES, SGEMM_TUNED_FRAG_PIPE> SgemmHopperCfg;
 /* 64x64 tiles, 4x4 per thread, 256 threads: four times the blocks of a 128x128 tile. */
 typedef SgemmConfig<64, 64, 16, 4, 4, 8, 2> SgemmSmallCfg;
 

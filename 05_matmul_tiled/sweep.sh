@@ -2,8 +2,9 @@
 # Tries parameter sets of the pipelined kernel ("hopper") on this GPU and records each.
 #   bash 05_matmul_tiled/sweep.sh [OUT.csv [LABEL]]
 # (default OUT: 05_matmul_tiled/sweep_results.csv; LABEL names the round in every row.)
-# For each line of CONFIGS (BM,BN,BK,TM,TN,WTR,STAGES: block tile, K slice, thread tile,
-# rows of threads in a warp, pipeline stages) it rebuilds the chapter with
+# For each line of CONFIGS (BM,BN,BK,TM,TN,WTR,STAGES,FRAG_PIPE: block tile, K slice,
+# thread tile, rows of threads in a warp, pipeline stages, fragment prefetch across
+# slices on/off) it rebuilds the chapter with
 # -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes,
 # times it at 2048^3 and 4096^3 next to cuBLAS, and appends one row per size to OUT.
 # The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults (kernels.cuh).
@@ -12,18 +13,18 @@ cd "$(dirname "$0")"
 OUT=${1:-sweep_results.csv}
 LABEL=${2:-sweep}
 CONFIGS="
-128,256,16,8,16,4,3
-128,256,16,8,16,8,3
-128,256,16,8,16,4,4
-128,256,32,8,16,4,2
-128,256,32,8,16,4,3
-128,256,32,8,16,8,3
-128,256,8,8,16,8,4
-256,128,16,16,8,4,3
-256,128,8,16,8,4,3
-256,128,32,16,8,4,3
-128,128,16,8,8,4,3
-128,128,32,8,8,4,3
+128,256,32,8,16,4,3,0
+128,256,32,8,16,4,2,0
+128,256,16,8,16,4,4,0
+128,256,32,8,16,4,3,1
+128,256,32,8,16,4,2,1
+128,256,16,8,16,4,3,1
+128,256,16,8,16,4,2,1
+128,256,16,8,16,4,4,1
+128,256,32,8,16,8,3,1
+256,128,16,16,8,4,3,1
+256,128,32,16,8,4,2,1
+128,128,16,8,8,4,3,1
 "
 NVCC=${NVCC:-nvcc}
 ARCH=${ARCH:-sm_90}
@@ -32,7 +33,7 @@ trap 'rm -rf "$BUILD"' EXIT
 
 build() {  # build CONFIG: one binary per parameter set
     local tag=${1//,/_} defs="" i=0 v
-    local names=(BM BN BK TM TN WTR STAGES)
+    local names=(BM BN BK TM TN WTR STAGES FRAG_PIPE)
     for v in ${1//,/ }; do defs="$defs -DSGEMM_TUNED_${names[$i]}=$v"; i=$((i + 1)); done
     # shellcheck disable=SC2086
     $NVCC -O3 -std=c++17 -arch="$ARCH" -I.. $defs -Xptxas -v \
@@ -54,7 +55,7 @@ for cfg in $CONFIGS; do
     regs=$(grep -A2 "$mangled" "$BUILD/build_$tag.log" | grep -o 'Used [0-9]* registers' | \
            head -n 1 | grep -o '[0-9]*')
     check=pass
-    "$bin" --check --kernel hopper -n 127x129x131,1000x1x4097,256x10x1024,300x520x260 > "$BUILD/check.log" || check=FAIL
+    "$bin" --check --kernel hopper -n 127x129x131,1000x1x4097,256x10x1024,300x520x260,256x512x320 > "$BUILD/check.log" || check=FAIL
     rm -f "$BUILD/rows.csv"
     "$bin" --bench --kernel hopper -n 2048,4096 --reps 10 --csv "$BUILD/rows.csv" > /dev/null
     # rows: gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct
