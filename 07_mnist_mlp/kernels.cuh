@@ -50,25 +50,27 @@ static inline unsigned mlp_blocks(long long n, int per_block) { return (unsigned
  * to (p / 255 - mean) / std, into x (batch x 784) and, if xt is not NULL, its transpose
  * xt (784 x batch) for the dW1 product. A 32 x 32 tile passes through shared memory as in
  * chapter 02's transpose, so both stores are coalesced. start = *cursor + first (cursor
- * may be NULL). Labels go to y. */
+ * may be NULL). With order NULL the batch is rows 0 .. batch of `pixels` (a batch copied
+ * in by the host). Labels go to y. */
 __global__ void mlp_gather(const unsigned char *pixels, const unsigned char *labels, const int *order,
                            const int *cursor, int first, int batch, float mean, float std,
                            float *x, float *xt, int *y)
 {
     __shared__ float tile[MLP_TILE][MLP_TILE + 1];
-    int start = (cursor ? *cursor : 0) + first;
+    int start = order && cursor ? *cursor + first : first;
     int k0 = blockIdx.x * MLP_TILE, b0 = blockIdx.y * MLP_TILE, tx = threadIdx.x;
 #pragma unroll
     for (int r = threadIdx.y; r < MLP_TILE; r += MLP_GATHER_ROWS) {
         int b = b0 + r, k = k0 + tx;
         if (b < batch && k < IDX_PIXELS) {
-            int img = order[start + b];
+            int img = order ? order[start + b] : b;
             float v = ((float)pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - mean) / std;
             x[(size_t)b * IDX_PIXELS + k] = v;
             tile[r][tx] = v;
         }
     }
-    if (blockIdx.x == 0 && threadIdx.y == 0 && b0 + tx < batch) y[b0 + tx] = labels[order[start + b0 + tx]];
+    if (blockIdx.x == 0 && threadIdx.y == 0 && b0 + tx < batch)
+        y[b0 + tx] = labels[order ? order[start + b0 + tx] : b0 + tx];
     if (!xt) return;
     __syncthreads();
 #pragma unroll

@@ -1,7 +1,9 @@
-"""Chapter 07's own figures, drawn by plots/plot.py: test accuracy after each epoch and
-the time of each epoch, per trainer, from the per-epoch files that `make bench` writes
-beside the results CSV (plots/results/<GPU>.epochs: gpu,impl,dataset,batch,epoch,
-train_loss,test_accuracy,epoch_ms)."""
+"""Chapter 07's own figures, drawn by plots/plot.py from the files `make bench` writes
+beside the results CSV:
+  plots/results/<GPU>.epochs  gpu,impl,dataset,batch,epoch,train_loss,test_accuracy,epoch_ms
+      -> 07_mnist_mlp_epochs.png: test accuracy and time of every epoch, per trainer
+  plots/results/<GPU>.stages  gpu,batch,impl,launch,us
+      -> 07_mnist_mlp_step.png: where a fused step's time goes, launch by launch"""
 import csv
 import glob
 import os
@@ -14,18 +16,53 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def read_epochs():
+def read_side_files(suffix, ints, floats):
     rows = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "plots", "results", "*.epochs"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "plots", "results", "*." + suffix))):
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 try:
-                    r["batch"], r["epoch"] = int(r["batch"]), int(r["epoch"])
-                    r["test_accuracy"], r["epoch_ms"] = float(r["test_accuracy"]), float(r["epoch_ms"])
+                    for k in ints:
+                        r[k] = int(r[k])
+                    for k in floats:
+                        r[k] = float(r[k])
                 except (KeyError, TypeError, ValueError):
                     continue
                 rows.append(r)
     return rows
+
+
+def draw_steps(out_dir):
+    """One horizontal bar per (trainer, batch): its launches stacked, and the measured
+    step inside the epoch graph beside it."""
+    stages = read_side_files("stages", ["batch"], ["us"])
+    for gpu in sorted({r["gpu"] for r in stages}):
+        mine = [r for r in stages if r["gpu"] == gpu]
+        keys = list(dict.fromkeys((r["impl"], r["batch"]) for r in mine))
+        launches = list(dict.fromkeys(r["launch"] for r in mine if r["launch"] != "step_in_epoch_graph"))
+        fig, ax = plt.subplots(figsize=(10, 1.2 + 0.9 * len(keys)))
+        labels = []
+        for i, (impl, batch) in enumerate(keys):
+            rows = {r["launch"]: r["us"] for r in mine if r["impl"] == impl and r["batch"] == batch}
+            left = 0.0
+            for j, name in enumerate(launches):
+                us = rows.get(name, 0.0)
+                ax.barh(2 * i, us, left=left, color=plt.cm.tab10(j), label=name if i == 0 else None)
+                left += us
+            ax.barh(2 * i + 0.8, rows.get("step_in_epoch_graph", 0.0), color="#444444",
+                    label="step inside the epoch graph" if i == 0 else None)
+            labels.append((2 * i + 0.4, f"{impl}, batch {batch}"))
+        ax.set_yticks([y for y, _ in labels])
+        ax.set_yticklabels([t for _, t in labels], fontsize=8)
+        ax.set_xlabel("us (launches timed one at a time, so each includes its launch overhead)")
+        ax.legend(fontsize=7, loc="lower right")
+        ax.set_title(f"07_mnist_mlp: one training step, launch by launch, on {gpu}", fontsize=10)
+        fig.tight_layout()
+        suffix = "" if len({r["gpu"] for r in stages}) == 1 else "_" + gpu.replace(" ", "_")
+        path = os.path.join(out_dir, f"07_mnist_mlp_step{suffix}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(f"wrote {path}")
 
 
 def series(rows, key):
@@ -37,7 +74,8 @@ def series(rows, key):
 
 
 def draw(rows, out_dir):
-    epochs = read_epochs()
+    draw_steps(out_dir)
+    epochs = read_side_files("epochs", ["batch", "epoch"], ["test_accuracy", "epoch_ms"])
     if not epochs:
         return
     for gpu in sorted({r["gpu"] for r in epochs}):

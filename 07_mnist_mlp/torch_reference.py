@@ -126,7 +126,8 @@ class Run:
             self.model[2].weight.copy_(torch.from_numpy(np.ascontiguousarray(w2.T)))
             self.model[0].bias.zero_()
             self.model[2].bias.zero_()
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=args.lr, momentum=args.momentum)
+        self.lr = args.lr if args.lr else 0.05 * batch / 256
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=args.momentum)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         norm = lambda x: (torch.from_numpy(x.astype(np.float32)).to(dev) / 255.0 - mean) / std
         self.x, self.y = norm(train_x), torch.from_numpy(train_y.astype(np.int64)).to(dev)
@@ -220,7 +221,7 @@ def main():
     parser.add_argument("--data", default="data/mnist", help="folder of the four IDX files")
     parser.add_argument("--batches", default="256,32", help="batch sizes, comma-separated")
     parser.add_argument("--hidden", type=int, default=1024)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=float, help="learning rate (default 0.05 x batch / 256, as mnist_mlp)")
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--train-size", type=int, default=60000)
@@ -251,7 +252,7 @@ def main():
     dataset = os.path.basename(os.path.normpath(args.data))
     gpu = torch.cuda.get_device_name(0).replace(",", " ")
     print(f"PyTorch {torch.__version__} on {gpu}: {dataset}, {len(train_x)} training images, "
-          f"lr {args.lr}, momentum {args.momentum}, {args.epochs} epochs")
+          f"lr {args.lr or '0.05 x batch / 256'}, momentum {args.momentum}, {args.epochs} epochs")
     orders = shuffles(len(train_x), args.epochs, args.seed)
     for batch in [int(b) for b in args.batches.split(",")]:
         results = {}
