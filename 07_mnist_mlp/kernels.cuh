@@ -179,6 +179,7 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) acc[c] = 0.0f;
     const float *zr = z1 + (size_t)r * hidden;
+#pragma unroll 4
     for (int k = threadIdx.x; k < hidden; k += MLP_OUT_THREADS) {
         float a = fmaxf(zr[k] + b1[k], 0.0f);
         const float *wk = w2 + (size_t)k * MLP_CLASSES;
@@ -192,17 +193,18 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
     }
     __syncthreads();
     if (threadIdx.x != 0) return;
-    float z[MLP_CLASSES], zmax = -INFINITY, sum = 0.0f;
+    float z[MLP_CLASSES], zmax = -INFINITY, zlabel = 0.0f, sum = 0.0f;
     int best = 0, label = y[r];
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) {
         z[c] = b2[c];
         for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z[c] += s_part[w][c];
         if (z[c] > zmax) { zmax = z[c]; best = c; }
+        if (c == label) zlabel = z[c]; /* not z[label]: a computed index would put z in local memory */
     }
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) sum += expf(z[c] - zmax);
-    atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - z[label]);
+    atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
     if (correct && best == label) atomicAdd(correct, 1);
     if (TRAIN) {
 #pragma unroll
@@ -249,8 +251,15 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
     float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = b1[j];
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) { w[c] = w2[(size_t)j * MLP_CLASSES + c]; gw[c] = 0.0f; }
-    for (int r = 0; r < nrows; r++) {
-        float a = fmaxf(z1[(size_t)(r0 + r) * hidden + j] + bias, 0.0f), da = 0.0f;
+    /* all of this thread's z1 loads first, back to back: one memory latency, not nrows */
+    float zr[MLP_BACK_MAX_ROWS];
+#pragma unroll
+    for (int r = 0; r < MLP_BACK_MAX_ROWS; r++)
+        if (r < nrows) zr[r] = z1[(size_t)(r0 + r) * hidden + j];
+#pragma unroll
+    for (int r = 0; r < MLP_BACK_MAX_ROWS; r++) {
+        if (r >= nrows) break;
+        float a = fmaxf(zr[r] + bias, 0.0f), da = 0.0f;
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) {
             da = fmaf(s_dz2[r][c], w[c], da);
