@@ -10,7 +10,8 @@
  *   sgemm_padded         the transposed A padded so its stores hit 32 different banks
  *   sgemm_warptile       threads of a warp interleaved in 4x4 sub-tiles (warp tiling)
  *   sgemm_double_buffer  cp.async copies the next tile while this one is multiplied
- *   sgemm_hopper         the same kernel with the parameters that won the sweep (sweep.sh)
+ *   sgemm_hopper         the same kernel with the sweep's parameters (sweep.sh): 128x256 tiles,
+ *                        K slices of 32, 8x16 per thread, fragments prefetched across slices
  *   sgemm_hopper_small   a 64x64-tile instance for shapes too small to fill the GPU
  *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
  *
@@ -28,7 +29,7 @@
  *                      chapter README for which wins on each chapter-07 shape). Use this one.
  *
  * The tuned kernel's parameters can be set at compile time (-DSGEMM_TUNED_BM=... and the
- * six others below SgemmConfig); sweep.sh rebuilds with different values. */
+ * seven others next to SgemmHopperCfg); sweep.sh rebuilds with different values. */
 #ifndef CH05_KERNELS_CUH
 #define CH05_KERNELS_CUH
 
