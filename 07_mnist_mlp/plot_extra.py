@@ -40,7 +40,7 @@ def draw_steps(out_dir):
         mine = [r for r in stages if r["gpu"] == gpu]
         keys = list(dict.fromkeys((r["impl"], r["batch"]) for r in mine))
         launches = list(dict.fromkeys(r["launch"] for r in mine if r["launch"] != "step_in_epoch_graph"))
-        fig, ax = plt.subplots(figsize=(10, 1.2 + 0.9 * len(keys)))
+        fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(keys)))
         labels = []
         for i, (impl, batch) in enumerate(keys):
             rows = {r["launch"]: r["us"] for r in mine if r["impl"] == impl and r["batch"] == batch}
@@ -55,7 +55,7 @@ def draw_steps(out_dir):
         ax.set_yticks([y for y, _ in labels])
         ax.set_yticklabels([t for _, t in labels], fontsize=8)
         ax.set_xlabel("us (launches timed one at a time, so each includes its launch overhead)")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title(f"07_mnist_mlp: one training step, launch by launch, on {gpu}", fontsize=10)
         fig.tight_layout()
         suffix = "" if len({r["gpu"] for r in stages}) == 1 else "_" + gpu.replace(" ", "_")
