@@ -218,17 +218,14 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    long long largest = 0;
-    for (int s = 0; s < o.nsizes; s++) largest = o.sizes[s].dim[0] > largest ? o.sizes[s].dim[0] : largest;
-    if (o.nsizes == 0) largest = BENCH_SIZE;
-    require_device_memory(&SPEC, &info, 3.0 * sizeof(float) * (double)largest, "the three arrays");
+    double largest = (double)largest_size(&o, BENCH_SIZE);
+    require_device_memory(&SPEC, &info, 3.0 * sizeof(float) * largest, "the three arrays");
 
     int failures = 0;
     if (o.check) {
         printf("\ncheck (seed %llu): max relative error against a double-precision CPU sum\n", o.seed);
-        int count = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
-        for (int s = 0; s < count; s++)
-            failures += check_size(&o, (int)(o.nsizes ? o.sizes[s].dim[0] : CHECK_SIZES[s]));
+        int count = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
+        for (int s = 0; s < count; s++) failures += check_size(&o, (int)size_at(&o, CHECK_SIZES, s));
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     }
     if (o.bench) {

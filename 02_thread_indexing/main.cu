@@ -264,7 +264,7 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    int count = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
+    int count = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
     size_t largest = elements(BENCH_SIZE);
     for (int s = 0; s < o.nsizes; s++) {
         size_t n = elements(to_matrix_size(&o.sizes[s]));

@@ -42,24 +42,23 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    int ncheck = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
-    int nbench = o.nsizes ? o.nsizes : (int)(sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]);
-    long long largest = o.nsizes ? 0 : BENCH_SIZES[0];
-    for (int s = 0; s < o.nsizes; s++) largest = o.sizes[s].dim[0] > largest ? o.sizes[s].dim[0] : largest;
-    require_device_memory(&SPEC, &info, reduce_bench_bytes(largest, &info), "the input and its rotated copies");
+    int ncheck = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
+    int nbench = size_count(&o, (int)(sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]));
+    require_device_memory(&SPEC, &info, reduce_bench_bytes(largest_size(&o, BENCH_SIZES[0]), &info),
+                          "the input and its rotated copies");
 
     int failures = 0;
     if (o.check) {
         printf("\ncheck (seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
                "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n", o.seed);
         for (int s = 0; s < ncheck; s++)
-            failures += reduce_check_size(VERSIONS, NVERSIONS, &o, (int)(o.nsizes ? o.sizes[s].dim[0] : CHECK_SIZES[s]));
+            failures += reduce_check_size(VERSIONS, NVERSIONS, &o, (int)size_at(&o, CHECK_SIZES, s));
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     }
     if (o.bench)
         for (int s = 0; s < nbench; s++)
             reduce_bench_size(VERSIONS, NVERSIONS, &o, &info, CHAPTER,
-                              (int)(o.nsizes ? o.sizes[s].dim[0] : BENCH_SIZES[s]));
+                              (int)size_at(&o, BENCH_SIZES, s));
     reduce_cub_free();
     return failures ? 1 : 0;
 }

@@ -185,13 +185,6 @@ static void poly_bench_size(const Options *o, const DeviceInfo *info, int n)
     CUDA_CHECK(cudaFree(t.y));
 }
 
-/* ---- main --------------------------------------------------------------------------- */
-
-static long long size_at(const Options *o, const long long *defaults, int s)
-{
-    return o->nsizes ? o->sizes[s].dim[0] : defaults[s];
-}
-
 int main(int argc, char **argv)
 {
     Options o;
@@ -200,11 +193,10 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    int ncheck = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
-    int nbench = o.nsizes ? o.nsizes : (int)(sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]);
-    long long largest = o.nsizes ? 0 : BENCH_SIZES[0];
-    for (int s = 0; s < o.nsizes; s++) largest = o.sizes[s].dim[0] > largest ? o.sizes[s].dim[0] : largest;
-    require_device_memory(&SPEC, &info, reduce_bench_bytes(largest, &info), "the input and its rotated copies");
+    int ncheck = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
+    int nbench = size_count(&o, (int)(sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]));
+    require_device_memory(&SPEC, &info, reduce_bench_bytes(largest_size(&o, BENCH_SIZES[0]), &info),
+                          "the input and its rotated copies");
 
     int failures = 0;
     if (o.check) {

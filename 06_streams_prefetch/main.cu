@@ -645,8 +645,7 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    long long largest = o.nsizes ? 0 : BENCH_SIZE;
-    for (int s = 0; s < o.nsizes; s++) largest = o.sizes[s].dim[0] > largest ? o.sizes[s].dim[0] : largest;
+    long long largest = largest_size(&o, BENCH_SIZE);
     /* pipelines: input, output and two double-buffer slots each way (largest with 7 chunks);
      * unified memory: managed input, device input and output */
     int fewest_chunks = FLAGS.chunks < 7 ? FLAGS.chunks : 7;
@@ -657,15 +656,14 @@ int main(int argc, char **argv)
     int failures = 0;
     if (o.check) {
         printf("\ncheck (seed %llu): max relative error against a double-precision CPU reference\n", o.seed);
-        int count = o.nsizes ? o.nsizes : (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]);
-        for (int s = 0; s < count; s++) failures += check_size(&o, o.nsizes ? o.sizes[s].dim[0] : CHECK_SIZES[s]);
+        int count = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
+        for (int s = 0; s < count; s++) failures += check_size(&o, size_at(&o, CHECK_SIZES, s));
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     }
     if (o.bench) {
         if (kernel_selected(&o, "bandwidth")) bench_bandwidth(&o, &info);
-        int count = o.nsizes ? o.nsizes : 1;
-        for (int s = 0; s < count; s++) {
-            long long n = o.nsizes ? o.sizes[s].dim[0] : BENCH_SIZE;
+        for (int s = 0; s < size_count(&o, 1); s++) {
+            long long n = size_at(&o, &BENCH_SIZE, s);
             if (any_pipeline_selected(&o)) bench_pipelines(&o, &info, n, s == 0 && FLAGS.timeline);
             if (any_um_selected(&o)) bench_um(&o, &info, o.nsizes ? n : UM_SIZE);
         }

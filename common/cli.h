@@ -234,6 +234,28 @@ static inline int kernel_selected(const Options *o, const char *name)
     return o->kernel == NULL || strcmp(o->kernel, name) == 0;
 }
 
+/* How many sizes to run: those of -n, or the chapter's `ndefaults`. */
+static inline int size_count(const Options *o, int ndefaults)
+{
+    return o->nsizes ? o->nsizes : ndefaults;
+}
+
+/* The s-th size to run (first dimension): from -n, or defaults[s]. */
+static inline long long size_at(const Options *o, const long long *defaults, int s)
+{
+    return o->nsizes ? o->sizes[s].dim[0] : defaults[s];
+}
+
+/* The largest first dimension given with -n, or `fallback` without -n: what a chapter
+ * sizes its GPU memory check by. */
+static inline long long largest_size(const Options *o, long long fallback)
+{
+    long long largest = o->nsizes ? 0 : fallback;
+    for (int s = 0; s < o->nsizes; s++)
+        if (o->sizes[s].dim[0] > largest) largest = o->sizes[s].dim[0];
+    return largest;
+}
+
 /* "4096", "127x129" or "127x129x131": the CSV and table form of a size. */
 static inline const char *size_str(const ProblemSize *s, char *buf, size_t len)
 {
