@@ -1,6 +1,7 @@
-/* Chapter 07 driver: a 784-H-10 MLP trained on MNIST entirely on the GPU, by seven
- * trainers that go from the naive kernels of chapters 01-05 to a fused step captured in
- * one CUDA graph per epoch, plus the same trainer on cuBLAS.
+/* Chapter 07 driver: a 784-H-10 MLP trained on MNIST entirely on the GPU, by trainers
+ * that go from the naive kernels of chapters 01-05 to a fused step captured in one CUDA
+ * graph per epoch (one of them fed through chapter 06's double buffer instead of keeping
+ * the data set on the GPU), plus the same trainer on cuBLAS.
  *
  *   --check   one training step of every trainer against a double-precision CPU step,
  *             and a finite-difference check of the CPU gradients (synthetic data)
