@@ -655,7 +655,7 @@ static double evaluate(Trainer *t, double *loss)
 }
 
 typedef struct {
-    double median_ms, accuracy, first_ms;
+    double median_ms, accuracy;
     int epochs;
 } TrainResult;
 
@@ -675,11 +675,12 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Trains `epochs` epochs, one progress line each; exits 1 on divergence. The median
- * epoch time leaves out the first epoch (module loading, first touches). */
+/* Trains `epochs` epochs, one progress line each; exits 1 on divergence. The epoch time
+ * is the median of the epochs after the first (module loading, first touches), the
+ * upper one of the middle two for an even count. */
 static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *dataset, const char *epoch_csv)
 {
-    TrainResult res = {0.0, 0.0, 0.0, epochs};
+    TrainResult res = {0.0, 0.0, epochs};
     double *ms = (double *)xmalloc((size_t)(epochs + 1) * sizeof(double));
     trainer_prepare_graphs(t);
     for (int e = 1; e <= epochs; e++) {
@@ -698,7 +699,6 @@ static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *da
         ms[e - 1] = r.ms;
         res.accuracy = acc;
     }
-    if (epochs > 0) res.first_ms = ms[0];
     if (epochs > 1) {
         qsort(ms + 1, (size_t)(epochs - 1), sizeof(double), compare_double);
         res.median_ms = ms[1 + (epochs - 1) / 2];
