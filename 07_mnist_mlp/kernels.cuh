@@ -14,8 +14,8 @@
  *     mlp_colsum_naive      bias gradients: one thread per column walks the rows
  *     mlp_relu_backward_naive  dz1 = da1 * (a1 > 0)
  *     mlp_sgd_naive         v = mu v + g; w -= lr v
- *   (the loss of a step is chapter 03's sum of the per-row losses: v1 in the naive
- *    trainer, the single-pass v7 from best_kernels on)
+ *   (the loss of an unfused step is chapter 03's sum of the per-row losses: v1 in the
+ *    naive and resident trainers, the single-pass v7 in best_kernels)
  *   fused (the optimized trainer):
  *     mlp_output_layer      a1 = relu(z1 + b1) on the fly, z2 = a1 W2 + b2, softmax, loss,
  *                           dz2 and db2 in one kernel
