@@ -19,6 +19,8 @@ test:
 
 bench: all
 	@test -n "$(GPU_NAME)" || { echo "make bench needs an NVIDIA GPU (nvidia-smi found none)" >&2; exit 1; }
+	@ls data/*/train-images-idx3-ubyte* /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* \
+	    >/dev/null 2>&1 || $(MAKE) data
 	mkdir -p plots/results
 	rm -f "$(CSV)"
 	set -e; for ch in $(CHAPTERS); do $(MAKE) -C $$ch bench CSV="$(CSV)"; done
