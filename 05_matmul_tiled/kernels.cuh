@@ -14,6 +14,8 @@
  *                        K slices of 32, 8x16 per thread, fragments prefetched across slices
  *   sgemm_hopper_small   a 64x64-tile instance for shapes too small to fill the GPU
  *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
+ *   sgemm_splitk_8x8     split-K with 64x128 tiles, 8x8 per thread, vector atomics, and
+ *                        the split count chosen to balance the SMs (the MLP's shapes)
  *
  * THE CONTRACT (chapter 07 relies on it). Every launcher has the signature
  *     void sgemm_<name>(int M, int N, int K, float alpha, const float *A, const float *B,
@@ -24,9 +26,10 @@
  * Pointers that are not 16-byte aligned or rows whose length is not a multiple of 4 just
  * turn off the 16-byte loads. beta == 0 never reads C (C may hold garbage or NaN).
  *
- *     sgemm_best(...)  same signature: picks sgemm_hopper for large C, sgemm_hopper_small
- *                      or sgemm_splitk when the large tiles would leave SMs idle (see the
- *                      chapter README for which wins on each chapter-07 shape). Use this one.
+ *     sgemm_best(...)  same signature: picks sgemm_hopper for large C, and sgemm_splitk_8x8,
+ *                      sgemm_hopper_small or sgemm_splitk when the large tiles would leave
+ *                      SMs idle (see the chapter README for which wins on each chapter-07
+ *                      shape). Use this one.
  *
  * The tuned kernel's parameters can be set at compile time (-DSGEMM_TUNED_BM=... and the
  * seven others next to SgemmHopperCfg); sweep.sh rebuilds with different values. */
@@ -736,11 +739,55 @@ __device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, fl
     }
 }
 
+/* sm_90 adds four neighbouring floats with one vector atomic (red.global.add.v4.f32): a
+ * quarter of the atomic operations. Older GPUs add them one by one. p is 16-byte aligned. */
+__device__ __forceinline__ void sgemm_atomic_add4(float *p, float4 v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd((float4 *)p, v);
+#else
+    atomicAdd(p, v.x);
+    atomicAdd(p + 1, v.y);
+    atomicAdd(p + 2, v.z);
+    atomicAdd(p + 3, v.w);
+#endif
+}
+
+/* The same with 16-byte atomics where C's rows allow them (c_vec), element by element
+ * on the right edge of C. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, float alpha,
+                                                       bool c_vec,
+                                                       float (&acc)[Cfg::TM][Cfg::TN], int m,
+                                                       int n)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++) {
+        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < Cfg::TN / 4; j++) {
+            int c = n + j * Cfg::WTC * 4;
+            float *p = C + (size_t)r * N + c;
+            const float *a = &acc[i][4 * j];
+            if (c_vec && c + 3 < N) {
+                sgemm_atomic_add4(p, make_float4(alpha * a[0], alpha * a[1], alpha * a[2],
+                                                 alpha * a[3]));
+            } else {
+                for (int q = 0; q < 4 && c + q < N; q++) atomicAdd(p + q, alpha * a[q]);
+            }
+        }
+    }
+}
+
+/* How a block leaves its tile: stored with alpha and beta, or (split-K) added into C. */
+enum { SGEMM_EPI_STORE, SGEMM_EPI_ATOMIC, SGEMM_EPI_ATOMIC4 };
+
 /* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): the pipelined main
- * loop above and the warp-tiled epilogue. With SPLIT, block z multiplies only slices
- * [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C with
- * atomics (sgemm_splitk below). */
-template <typename Cfg, bool SPLIT>
+ * loop above and the warp-tiled epilogue. With an atomic EPI, block z multiplies only
+ * slices [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C
+ * with atomics (sgemm_splitk and sgemm_splitk_8x8 below). */
+template <typename Cfg, int EPI>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
     int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
     bool b_vec, bool c_vec, int split_tiles)
@@ -752,7 +799,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
     sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
     SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, K, m0, n0, b_vec);
     int tiles = (K + Cfg::BK - 1) / Cfg::BK, k_first = 0;
-    if (SPLIT) {
+    if (EPI != SGEMM_EPI_STORE) {
         k_first = blockIdx.z * split_tiles * Cfg::BK;
         tiles = min(split_tiles, tiles - blockIdx.z * split_tiles);
     }
@@ -761,8 +808,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
     else
         sgemm_mainloop<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
-    if (SPLIT)
+    if (EPI == SGEMM_EPI_ATOMIC)
         sgemm_tile_atomic_add<Cfg>(C, M, N, alpha, acc, m0 + row, n0 + col);
+    else if (EPI == SGEMM_EPI_ATOMIC4)
+        sgemm_tile_atomic_add4<Cfg>(C, M, N, alpha, c_vec, acc, m0 + row, n0 + col);
     else
         sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
 }
@@ -788,17 +837,20 @@ static inline void sgemm_warptile_launch(int M, int N, int K, float alpha, const
     CHECK_LAUNCH();
 }
 
-/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each. */
-template <typename Cfg>
+/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each, whose
+ * partial products meet in C through atomics of kind SPLIT_EPI. C first becomes beta * C
+ * in a launch of its own, except (SGEMM_EPI_ATOMIC4 only) when beta == 1: then C already
+ * is beta * C and the atomics can add into it as it stands. */
+template <typename Cfg, int SPLIT_EPI = SGEMM_EPI_ATOMIC>
 static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
                                           const float *B, float beta, float *C, int splits)
 {
     static bool smem_set = false; /* once per configuration */
     if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, false>,
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::SMEM_BYTES));
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, true>,
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SPLIT_EPI>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::SMEM_BYTES));
         smem_set = true;
@@ -810,13 +862,16 @@ static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, cons
     bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
     if (splits == 1) {
-        sgemm_pipelined_kernel<Cfg, false><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+        sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
             M, N, K, alpha, A, B, beta, C, b_vec, c_vec, tiles);
     } else {
-        size_t n = (size_t)M * N;
-        sgemm_scale_kernel<<<(int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256>>>(C, n, beta);
-        CHECK_LAUNCH();
-        sgemm_pipelined_kernel<Cfg, true><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+        if (!(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f)) {
+            size_t n = (size_t)M * N;
+            sgemm_scale_kernel<<<(int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256>>>(
+                C, n, beta);
+            CHECK_LAUNCH();
+        }
+        sgemm_pipelined_kernel<Cfg, SPLIT_EPI><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
             M, N, K, alpha, A, B, beta, C, b_vec, c_vec, split_tiles);
     }
     CHECK_LAUNCH();
@@ -895,16 +950,59 @@ static inline void sgemm_splitk(int M, int N, int K, float alpha, const float *A
     sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, splits < 1 ? 1 : splits);
 }
 
-/* The large tiles when they make about a wave (3/4 of the SMs busy or more), else the
- * small tiles when those fill the SMs or K is short, else split-K. */
+/* splitk_8x8: split-K rebuilt for the small C of an MLP layer (256 x 1024 with K = 784:
+ * 32 tiles of 64x128). Three changes against sgemm_splitk:
+ * - 64x128 tiles of 128 threads (4 warps), 8x8 outputs a thread: per k a thread reads
+ *   4 float4 from shared memory for 64 FMAs, against 2 for 16 with 4x4, so shared
+ *   memory no longer caps the FMA rate. 127 registers a thread (no spills) let 4 blocks
+ *   share an SM. (The fragment prefetch of step 10 needs more than the 128 registers
+ *   that 4 blocks leave a thread, spills, and measured no faster here: it is off.)
+ * - the split count evens out the SMs: it keeps small the work of the busiest SM, its
+ *   blocks times the slices each block multiplies plus a fixed cost of about two slices
+ *   (sgemm_splitk_8x8_splits), instead of asking for "two blocks per SM".
+ * - the partial sums go out as 16-byte vector atomics, and with beta == 1 (a gradient
+ *   accumulated into C) there is no clearing launch in front. */
+typedef SgemmConfig<64, 128, 16, 8, 8, 4, 3> SgemmSplitWideCfg;
+
+static inline int sgemm_splitk_8x8_splits(int M, int N, int K)
+{
+    typedef SgemmSplitWideCfg Cfg;
+    long long sms = sgemm_sm_count(), tiles = sgemm_blocks(M, N, Cfg::BM, Cfg::BN);
+    int slices = sgemm_ceil_div(K, Cfg::BK), best = 1;
+    long long best_cost = -1;
+    for (int s = 1; s <= slices && s <= 64; s++) {
+        int per_block = sgemm_ceil_div(slices, s);
+        if (s > 1 && sgemm_ceil_div(slices, per_block) < s) continue; /* same as a smaller s */
+        long long busiest = (tiles * s + sms - 1) / sms;
+        if (busiest < 2) busiest = 2; /* one 4-warp block alone runs an SM at half speed */
+        long long cost = busiest * (per_block + 2);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = s;
+    }
+    return best;
+}
+
+static inline void sgemm_splitk_8x8(int M, int N, int K, float alpha, const float *A,
+                                    const float *B, float beta, float *C)
+{
+    sgemm_pipelined_launch<SgemmSplitWideCfg, SGEMM_EPI_ATOMIC4>(
+        M, N, K, alpha, A, B, beta, C, sgemm_splitk_8x8_splits(M, N, K));
+}
+
+/* The large tiles when they make about a wave (3/4 of the SMs busy or more); else, for a
+ * short K, the small tiles; else, when C has at least 64 columns, splitk_8x8; for
+ * narrower C (the 10 classes of an MLP's output layer, where a 128-wide tile would be
+ * mostly empty) the small tiles when they fill the SMs, else split-K over them. */
 static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,
                               float beta, float *C)
 {
     int sms = sgemm_sm_count();
     if (4 * sgemm_blocks(M, N, SgemmHopperCfg::BM, SgemmHopperCfg::BN) >= 3LL * sms)
         sgemm_hopper(M, N, K, alpha, A, B, beta, C);
-    else if (sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN) >= sms ||
-             K < 8 * SgemmSmallCfg::BK)
+    else if (K < 8 * SgemmSmallCfg::BK)
+        sgemm_hopper_small(M, N, K, alpha, A, B, beta, C);
+    else if (N >= 64)
+        sgemm_splitk_8x8(M, N, K, alpha, A, B, beta, C);
+    else if (sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN) >= sms)
         sgemm_hopper_small(M, N, K, alpha, A, B, beta, C);
     else
         sgemm_splitk(M, N, K, alpha, A, B, beta, C);

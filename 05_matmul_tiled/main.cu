@@ -35,6 +35,7 @@ static const Version VERSIONS[] = {
     {"hopper", "optimized", sgemm_hopper},
     {"hopper_small", "step", sgemm_hopper_small},
     {"splitk", "step", sgemm_splitk},
+    {"splitk_8x8", "step", sgemm_splitk_8x8},
     {"best", "step", sgemm_best},
     {"cublas", "ceiling", sgemm_cublas},
 };
@@ -42,7 +43,8 @@ static const Version VERSIONS[] = {
 #define CUBLAS_INDEX (NVERSIONS - 1)
 static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
-    "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "best", "cublas", NULL};
+    "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
+    "best", "cublas", NULL};
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */
