@@ -51,12 +51,18 @@ static inline unsigned mlp_blocks(long long n, int per_block) { return (unsigned
  * xt (784 x batch) for the dW1 product. A 32 x 32 tile passes through shared memory as in
  * chapter 02's transpose, so both stores are coalesced. start = *cursor + first (cursor
  * may be NULL). With order NULL the batch is rows 0 .. batch of `pixels` (a batch copied
- * in by the host). Labels go to y. */
+ * in by the host). Labels go to y. It also zeroes zero_out[0 .. zero_count) (z1 in the
+ * fused step): the forward GEMM then accumulates into it with beta = 1, and chapter 05's
+ * split-K needs no clearing launch of its own. */
 __global__ void mlp_gather(const unsigned char *pixels, const unsigned char *labels, const int *order,
                            const int *cursor, int first, int batch, float mean, float std,
-                           float *x, float *xt, int *y)
+                           float *x, float *xt, int *y, float *zero_out, size_t zero_count)
 {
     __shared__ float tile[MLP_TILE][MLP_TILE + 1];
+    size_t thread = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x * blockDim.y +
+                    threadIdx.y * blockDim.x + threadIdx.x;
+    size_t threads = (size_t)gridDim.x * gridDim.y * blockDim.x * blockDim.y;
+    for (size_t i = thread; i < zero_count; i += threads) zero_out[i] = 0.0f;
     int start = order && cursor ? *cursor + first : first;
     int k0 = blockIdx.x * MLP_TILE, b0 = blockIdx.y * MLP_TILE, tx = threadIdx.x;
 #pragma unroll
@@ -82,10 +88,11 @@ __global__ void mlp_gather(const unsigned char *pixels, const unsigned char *lab
 
 static inline void launch_gather(const unsigned char *pixels, const unsigned char *labels, const int *order,
                                  const int *cursor, int first, int batch, float mean, float std, float *x,
-                                 float *xt, int *y)
+                                 float *xt, int *y, float *zero_out, size_t zero_count)
 {
     dim3 block(MLP_TILE, MLP_GATHER_ROWS), grid(mlp_blocks(IDX_PIXELS, MLP_TILE), mlp_blocks(batch, MLP_TILE));
-    mlp_gather<<<grid, block>>>(pixels, labels, order, cursor, first, batch, mean, std, x, xt, y);
+    mlp_gather<<<grid, block>>>(pixels, labels, order, cursor, first, batch, mean, std, x, xt, y, zero_out,
+                                zero_count);
     CHECK_LAUNCH();
 }
 

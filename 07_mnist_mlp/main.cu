@@ -459,7 +459,7 @@ static void step_unfused(Trainer *t, int s, int first, int batch)
     float *gW1 = t->grad + l->w1, *gb1 = t->grad + l->b1, *gW2 = t->grad + l->w2, *gb2 = t->grad + l->b2;
     unsigned eb = mlp_blocks(bh, MLP_NAIVE_BLOCK), rb = mlp_blocks(batch, MLP_NAIVE_BLOCK);
     if (t->impl->feed == FEED_COPY) feed_from_host(t, first, batch);
-    else launch_gather(t->pixels, t->labels, t->order, NULL, first, batch, t->mean, t->std, t->x, NULL, t->y);
+    else launch_gather(t->pixels, t->labels, t->order, NULL, first, batch, t->mean, t->std, t->x, NULL, t->y, NULL, 0);
     SYNC_IF(t);
     /* forward */
     gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 0.0f, t->z1); SYNC_IF(t);
@@ -498,8 +498,9 @@ static void step_fused_on(Trainer *t, const unsigned char *pixels, const unsigne
     const MlpLayout *l = &t->l;
     int H = t->hidden;
     float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2, *b2 = t->params + l->b2;
-    launch_gather(pixels, labels, order, t->cursor, 0, batch, t->mean, t->std, t->x, t->xt, t->y);
-    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 0.0f, t->z1);
+    launch_gather(pixels, labels, order, t->cursor, 0, batch, t->mean, t->std, t->x, t->xt, t->y, t->z1,
+                  (size_t)batch * H);
+    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 1.0f, t->z1); /* z1 zeroed by the gather */
     launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, t->cursor,
                               t->batch, NULL);
     launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1);
@@ -641,7 +642,8 @@ static double evaluate(Trainer *t, double *loss)
     CUDA_CHECK(cudaMemset(t->eval_loss, 0, sizeof(float)));
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
-        launch_gather(t->test_pixels, t->test_labels, t->test_order, NULL, first, b, t->mean, t->std, t->x, NULL, t->y);
+        launch_gather(t->test_pixels, t->test_labels, t->test_order, NULL, first, b, t->mean, t->std, t->x, NULL, t->y,
+                      NULL, 0);
         gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1);
         launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
                                    t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
@@ -906,8 +908,9 @@ static void run_stage(void *p)
     const MlpLayout *l = &t->l;
     int B = t->batch, H = t->hidden;
     switch (c->stage) {
-    case 0: launch_gather(t->pixels, t->labels, t->order, NULL, 0, B, t->mean, t->std, t->x, t->xt, t->y); break;
-    case 1: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1); break;
+    case 0: launch_gather(t->pixels, t->labels, t->order, NULL, 0, B, t->mean, t->std, t->x, t->xt, t->y, t->z1,
+                          (size_t)B * H); break;
+    case 1: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 1.0f, t->z1); break;
     case 2: launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, B, H,
                                       t->dz2, t->vel + l->b2, t->step_loss, NULL, B, NULL); break;
     case 3: launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H, t->dz1,
