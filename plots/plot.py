@@ -83,12 +83,14 @@ def bar_panel(ax, rows, unit):
 def line_panel(ax, rows, unit):
     """Each version across sizes."""
     sizes = sorted(unique(r["size"] for r in rows), key=elements)
-    for kernel in unique(r["kernel"] for r in rows):
+    kernels = unique(r["kernel"] for r in rows)
+    palette = plt.cm.tab20.colors if len(kernels) > 10 else plt.cm.tab10.colors
+    for k, kernel in enumerate(kernels):
         pts = {r["size"]: r["value"] for r in rows if r["kernel"] == kernel}
         xs = [i for i, s in enumerate(sizes) if s in pts]
         role = next(r["role"] for r in rows if r["kernel"] == kernel)
         ax.plot(xs, [pts[sizes[i]] for i in xs], marker="o", markersize=3, label=kernel,
-                linestyle="--" if role == "ceiling" else "-")
+                color=palette[k % len(palette)], linestyle="--" if role == "ceiling" else "-")
     ax.set_xticks(range(len(sizes)))
     ax.set_xticklabels(sizes, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel(unit)
