@@ -17,27 +17,28 @@ typedef struct {
     const char *name;
     const char *role;
     SgemmLauncher launch;
+    int smem_bytes; /* dynamic shared memory per block (0: the default 48 KB suffice) */
 } Version;
 
 static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B,
                          float beta, float *C);
 
 static const Version VERSIONS[] = {
-    {"naive", "naive", sgemm_naive},
-    {"coalesced", "step", sgemm_coalesced},
-    {"smem", "step", sgemm_smem},
-    {"blocktile_1d", "step", sgemm_blocktile_1d},
-    {"blocktile_2d", "step", sgemm_blocktile_2d},
-    {"vectorized", "step", sgemm_vectorized},
-    {"padded", "step", sgemm_padded},
-    {"warptile", "step", sgemm_warptile},
-    {"double_buffer", "step", sgemm_double_buffer},
-    {"hopper", "optimized", sgemm_hopper},
-    {"hopper_small", "step", sgemm_hopper_small},
-    {"splitk", "step", sgemm_splitk},
-    {"splitk_8x8", "step", sgemm_splitk_8x8},
-    {"best", "step", sgemm_best},
-    {"cublas", "ceiling", sgemm_cublas},
+    {"naive", "naive", sgemm_naive, 0},
+    {"coalesced", "step", sgemm_coalesced, 0},
+    {"smem", "step", sgemm_smem, 0},
+    {"blocktile_1d", "step", sgemm_blocktile_1d, 0},
+    {"blocktile_2d", "step", sgemm_blocktile_2d, 0},
+    {"vectorized", "step", sgemm_vectorized, 0},
+    {"padded", "step", sgemm_padded, 0},
+    {"warptile", "step", sgemm_warptile, 0},
+    {"double_buffer", "step", sgemm_double_buffer, SgemmWarptileCfg::SMEM_BYTES},
+    {"hopper", "optimized", sgemm_hopper, SgemmHopperCfg::SMEM_BYTES},
+    {"hopper_small", "step", sgemm_hopper_small, SgemmSmallCfg::SMEM_BYTES},
+    {"splitk", "step", sgemm_splitk, SgemmSmallCfg::SMEM_BYTES},
+    {"splitk_8x8", "step", sgemm_splitk_8x8, SgemmSplitWideCfg::SMEM_BYTES},
+    {"best", "step", sgemm_best, 0},
+    {"cublas", "ceiling", sgemm_cublas, 0},
 };
 #define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
 #define CUBLAS_INDEX (NVERSIONS - 1)
@@ -201,6 +202,16 @@ static double sampled_error(Shape s, const float *gpu, const Reference *r, const
  * summation orders, yet is ~10x below what rounding the inputs to TF32 (2^-11) gives. */
 static double sgemm_tolerance(int K) { return 16.0 * sqrt((double)K + 2.0) * 0x1p-24; }
 
+/* Whether this GPU can give a block the version's shared memory (the Hopper-tuned tiles
+ * need 149 KB, more than most GeForce cards allow); if not, says so. */
+static int version_fits(const Version *v)
+{
+    if (v->smem_bytes <= sgemm_smem_limit()) return 1;
+    printf("  skip %-24s needs %d KB of shared memory per block; this GPU allows %d KB\n", v->name,
+           v->smem_bytes / 1024, sgemm_smem_limit() / 1024);
+    return 0;
+}
+
 /* Runs every selected version twice on one shape: on a poisoned C with beta = 0 (every
  * element must be written, C must not be read) and on C0 with beta = BETA. */
 static int check_shape(const Options *o, Shape s)
@@ -231,7 +242,7 @@ static int check_shape(const Options *o, Shape s)
      * keeps the library out of the compute-sanitizer runs, which use small shapes). */
     int check_cublas = (double)s.M * s.N * s.K >= 1e8;
     for (int v = 0; v < NVERSIONS; v++) {
-        if (!kernel_selected(o, VERSIONS[v].name)) continue;
+        if (!kernel_selected(o, VERSIONS[v].name) || !version_fits(&VERSIONS[v])) continue;
         if (v == CUBLAS_INDEX && !check_cublas) continue;
         poison_device(dC, c_n * sizeof(float));
         VERSIONS[v].launch(s.M, s.N, s.K, ALPHA, dA, dB, 0.0f, dC);
@@ -340,7 +351,7 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, doubl
     table_header(title);
     double base_ms = 0.0;
     for (int v = 0; v < CUBLAS_INDEX; v++) {
-        if (!kernel_selected(o, VERSIONS[v].name)) continue;
+        if (!kernel_selected(o, VERSIONS[v].name) || !version_fits(&VERSIONS[v])) continue;
         if (last_ms && last_ms[v] * 8.0 > SKIP_RUN_MS) {
             printf("%-24s skipped: about %.0f ms a run predicted from the half size\n",
                    VERSIONS[v].name, last_ms[v] * 8.0);
