@@ -125,14 +125,23 @@ static inline void pipeline_serial(const Pipeline *p)
  * writes them directly over PCIe, with no staging copy, so each copy runs at link speed.
  * Still one stage at a time: the time is H2D + kernel + D2H. */
 
+/* Opens the timeline entry of stage `what` of chunk c on stream index si, and gives the
+ * chunk's first element and length. */
+static inline int sp_stage_begin(const Pipeline *p, int c, int si, const char *what, long long *off,
+                                 long long *len)
+{
+    char name[24];
+    snprintf(name, sizeof name, "stream %d", si);
+    *off = (long long)c * sp_chunk_len(p->n, p->chunks);
+    *len = sp_chunk_size(p->n, p->chunks, c);
+    return sp_op_begin(p->timeline, p->streams[si], name, what, c);
+}
+
 /* The three stages of chunk c on stream index si, each recorded on the timeline. */
 static inline void sp_stage_h2d(const Pipeline *p, int c, int si)
 {
-    long long off = (long long)c * sp_chunk_len(p->n, p->chunks);
-    long long len = sp_chunk_size(p->n, p->chunks, c);
-    char name[24];
-    snprintf(name, sizeof name, "stream %d", si);
-    int t = sp_op_begin(p->timeline, p->streams[si], name, "h2d", c);
+    long long off, len;
+    int t = sp_stage_begin(p, c, si, "h2d", &off, &len);
     CUDA_CHECK(cudaMemcpyAsync(p->d_in + off, p->h_in + off, (size_t)len * sizeof(float),
                                cudaMemcpyHostToDevice, p->streams[si]));
     sp_op_end(p->timeline, t, p->streams[si]);
@@ -140,22 +149,16 @@ static inline void sp_stage_h2d(const Pipeline *p, int c, int si)
 
 static inline void sp_stage_kernel(const Pipeline *p, int c, int si)
 {
-    long long off = (long long)c * sp_chunk_len(p->n, p->chunks);
-    long long len = sp_chunk_size(p->n, p->chunks, c);
-    char name[24];
-    snprintf(name, sizeof name, "stream %d", si);
-    int t = sp_op_begin(p->timeline, p->streams[si], name, "kernel", c);
+    long long off, len;
+    int t = sp_stage_begin(p, c, si, "kernel", &off, &len);
     launch_work(p->d_in + off, p->d_out + off, len, p->work, p->streams[si]);
     sp_op_end(p->timeline, t, p->streams[si]);
 }
 
 static inline void sp_stage_d2h(const Pipeline *p, int c, int si)
 {
-    long long off = (long long)c * sp_chunk_len(p->n, p->chunks);
-    long long len = sp_chunk_size(p->n, p->chunks, c);
-    char name[24];
-    snprintf(name, sizeof name, "stream %d", si);
-    int t = sp_op_begin(p->timeline, p->streams[si], name, "d2h", c);
+    long long off, len;
+    int t = sp_stage_begin(p, c, si, "d2h", &off, &len);
     CUDA_CHECK(cudaMemcpyAsync(p->h_out + off, p->d_out + off, (size_t)len * sizeof(float),
                                cudaMemcpyDeviceToHost, p->streams[si]));
     sp_op_end(p->timeline, t, p->streams[si]);
