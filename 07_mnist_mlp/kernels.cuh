@@ -21,14 +21,15 @@
  *                           dz2 and db2 in one kernel
  *     mlp_hidden_backward   a1 again on the fly, dz1 = relu'(z1 + b1) * (dz2 W2^T),
  *                           dW2 += a1^T dz2, db1 += sum dz1
- *     mlp_sgd_step          w -= lr v; v *= mu over all parameters at once, float4
+ *     mlp_update_and_gather w -= lr v; v *= mu over all parameters at once, float4, and in
+ *                           the same grid the gather of the next step's batch
  *
  * The fused trainer keeps no separate gradient: the velocity v of SGD with momentum is
  * the buffer the gradient is accumulated into. Each step's update leaves v = mu v, then
  * the next step's backward pass adds its gradient on top (atomics, or the GEMM's beta = 1),
  * which is exactly v = mu v + g. Kernels of the fused step read the batch position from
- * a device counter (`cursor`) that the update kernel advances, so the same launches can
- * be captured once in a CUDA graph and replayed for every step. */
+ * a device counter (`cursor`) that the hidden-layer backward kernel advances, so the same
+ * launches can be captured once in a CUDA graph and replayed for every step. */
 #ifndef CH07_KERNELS_CUH
 #define CH07_KERNELS_CUH
 
@@ -46,53 +47,77 @@ static inline unsigned mlp_blocks(long long n, int per_block) { return (unsigned
 
 /* ------------------------------------------------------------------ the batch */
 
-/* mlp_gather: rows order[start .. start + batch) of the resident uint8 data set, scaled
- * to (p / 255 - mean) / std, into x (batch x 784) and, if xt is not NULL, its transpose
- * xt (784 x batch) for the dW1 product. A 32 x 32 tile passes through shared memory as in
- * chapter 02's transpose, so both stores are coalesced. start = *cursor + first (cursor
- * may be NULL). With order NULL the batch is rows 0 .. batch of `pixels` (a batch copied
- * in by the host). Labels go to y. It also zeroes zero_out[0 .. zero_count) (z1 in the
- * fused step): the forward GEMM then accumulates into it with beta = 1, and chapter 05's
- * split-K needs no clearing launch of its own. */
-__global__ void mlp_gather(const unsigned char *pixels, const unsigned char *labels, const int *order,
-                           const int *cursor, int first, int batch, float mean, float std,
-                           float *x, float *xt, int *y, float *zero_out, size_t zero_count)
+/* Where a batch comes from: uint8 images (784 bytes each) and labels; batch row b is
+ * image order[start + b], or image b when order is NULL (a batch copied in by the host).
+ * Pixels are scaled to (p / 255 - mean) / std. */
+typedef struct {
+    const unsigned char *pixels, *labels;
+    const int *order;
+    float mean, std;
+} MlpSource;
+
+/* Where it goes: x (rows x 784) and, if xt is not NULL, its transpose xt (784 x rows) for
+ * the dW1 product; labels to y. zero[0 .. zero_count) is cleared on the way (z1 in the
+ * fused step: the forward GEMM then accumulates into it with beta = 1, and chapter 05's
+ * split-K needs no clearing launch of its own). */
+typedef struct {
+    float *x, *xt;
+    int *y;
+    float *zero;
+    size_t zero_count;
+} MlpBatch;
+
+#define MLP_GATHER_THREADS (MLP_TILE * MLP_GATHER_ROWS)
+
+static inline int mlp_gather_blocks(int rows) { return (int)(mlp_blocks(IDX_PIXELS, MLP_TILE) * mlp_blocks(rows, MLP_TILE)); }
+
+/* One 32 x 32 tile of a gather, tile `tile` of mlp_gather_blocks(rows): pixels k0 .. k0+31
+ * of batch rows b0 .. b0+31. The tile passes through shared memory as in chapter 02's
+ * transpose, so the stores of x and of xt are both coalesced. Thread (tx, ty) of 32 x 8. */
+__device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, int rows, const MlpBatch dst,
+                                                int tile, int tx, int ty)
 {
-    __shared__ float tile[MLP_TILE][MLP_TILE + 1];
-    size_t thread = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x * blockDim.y +
-                    threadIdx.y * blockDim.x + threadIdx.x;
-    size_t threads = (size_t)gridDim.x * gridDim.y * blockDim.x * blockDim.y;
-    for (size_t i = thread; i < zero_count; i += threads) zero_out[i] = 0.0f;
-    int start = order && cursor ? *cursor + first : first;
-    int k0 = blockIdx.x * MLP_TILE, b0 = blockIdx.y * MLP_TILE, tx = threadIdx.x;
+    __shared__ float s_tile[MLP_TILE][MLP_TILE + 1];
+    int tiles_k = (IDX_PIXELS + MLP_TILE - 1) / MLP_TILE;
+    int k0 = tile % tiles_k * MLP_TILE, b0 = tile / tiles_k * MLP_TILE;
 #pragma unroll
-    for (int r = threadIdx.y; r < MLP_TILE; r += MLP_GATHER_ROWS) {
+    for (int r = ty; r < MLP_TILE; r += MLP_GATHER_ROWS) {
         int b = b0 + r, k = k0 + tx;
-        if (b < batch && k < IDX_PIXELS) {
-            int img = order ? order[start + b] : b;
-            float v = ((float)pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - mean) / std;
-            x[(size_t)b * IDX_PIXELS + k] = v;
-            tile[r][tx] = v;
+        if (b < rows && k < IDX_PIXELS) {
+            int img = src.order ? src.order[start + b] : b;
+            float v = ((float)src.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - src.mean) / src.std;
+            dst.x[(size_t)b * IDX_PIXELS + k] = v;
+            s_tile[r][tx] = v;
         }
     }
-    if (blockIdx.x == 0 && threadIdx.y == 0 && b0 + tx < batch)
-        y[b0 + tx] = labels[order ? order[start + b0 + tx] : b0 + tx];
-    if (!xt) return;
+    if (k0 == 0 && ty == 0 && b0 + tx < rows)
+        dst.y[b0 + tx] = src.labels[src.order ? src.order[start + b0 + tx] : b0 + tx];
+    if (!dst.xt) return;
     __syncthreads();
 #pragma unroll
-    for (int r = threadIdx.y; r < MLP_TILE; r += MLP_GATHER_ROWS) {
+    for (int r = ty; r < MLP_TILE; r += MLP_GATHER_ROWS) {
         int k = k0 + r, b = b0 + tx;
-        if (b < batch && k < IDX_PIXELS) xt[(size_t)k * batch + b] = tile[tx][r];
+        if (b < rows && k < IDX_PIXELS) dst.xt[(size_t)k * rows + b] = s_tile[tx][r];
     }
 }
 
-static inline void launch_gather(const unsigned char *pixels, const unsigned char *labels, const int *order,
-                                 const int *cursor, int first, int batch, float mean, float std, float *x,
-                                 float *xt, int *y, float *zero_out, size_t zero_count)
+/* Clears dst.zero with `threads` threads, this one being number `thread`. */
+__device__ __forceinline__ void mlp_clear(const MlpBatch dst, size_t thread, size_t threads)
 {
-    dim3 block(MLP_TILE, MLP_GATHER_ROWS), grid(mlp_blocks(IDX_PIXELS, MLP_TILE), mlp_blocks(batch, MLP_TILE));
-    mlp_gather<<<grid, block>>>(pixels, labels, order, cursor, first, batch, mean, std, x, xt, y, zero_out,
-                                zero_count);
+    for (size_t i = thread; i < dst.zero_count; i += threads) dst.zero[i] = 0.0f;
+}
+
+/* mlp_gather: batch rows start .. start + rows of the source, one tile a block. */
+__global__ void __launch_bounds__(MLP_GATHER_THREADS)
+mlp_gather(const MlpSource src, int start, int rows, const MlpBatch dst)
+{
+    mlp_clear(dst, (size_t)blockIdx.x * MLP_GATHER_THREADS + threadIdx.x, (size_t)gridDim.x * MLP_GATHER_THREADS);
+    mlp_gather_tile(src, start, rows, dst, blockIdx.x, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
+}
+
+static inline void launch_gather(const MlpSource *src, int start, int rows, const MlpBatch *dst)
+{
+    mlp_gather<<<mlp_gather_blocks(rows), MLP_GATHER_THREADS>>>(*src, start, rows, *dst);
     CHECK_LAUNCH();
 }
 
@@ -164,16 +189,19 @@ __global__ void mlp_sgd_naive(float *w, float *v, const float *g, long long n, f
 /* ------------------------------------------------------------------ fused kernels */
 
 #define MLP_OUT_THREADS 128
+#define MLP_FULL_WARP 0xffffffffu
 
 /* mlp_output_layer: one block of 128 threads per batch row. The bias and ReLU of the
  * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
  * stored), each thread takes hidden units k, k + 128, ... and accumulates the 10 dot
- * products with W2's rows, chapter 03's warp sum adds them within each warp, and thread 0
- * adds the four warps' sums and finishes the row: bias, softmax, -log p[y], the argmax,
- * and when training dz2 = (p - onehot) / batch. The loss, the count of correct rows and
- * the b2 gradient (the column sums of dz2) go to their totals by atomics. This one kernel
- * replaces the bias and ReLU passes, a GEMM with N = 10 (which leaves most of a 64-wide
- * tile empty), the second bias pass, softmax, the loss kernel, its sum and a column sum. */
+ * products with W2's rows, and chapter 03's warp sum adds them within each warp. Then
+ * lanes 0-9 of warp 0 own one class each and finish the row with warp shuffles: bias,
+ * the maximum and argmax, softmax, -log p[y], and when training dz2 = (p - onehot) /
+ * batch. The loss, the count of correct rows and the b2 gradient (the column sums of
+ * dz2) go to their totals by atomics. This one kernel replaces the bias and ReLU passes,
+ * a GEMM with N = 10 (which leaves most of a 64-wide tile empty), the second bias pass,
+ * softmax, the loss kernel, its sum and a column sum. (A single thread finishing the row
+ * made every block wait for a serial chain of 20 exponentials: 10 lanes take one each.) */
 template <bool TRAIN>
 __global__ void __launch_bounds__(MLP_OUT_THREADS)
 mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2, const int *y, int hidden,
@@ -199,27 +227,28 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
         if (lane == 0) s_part[warp][c] = acc[c];
     }
     __syncthreads();
-    if (threadIdx.x != 0) return;
-    float z[MLP_CLASSES], zmax = -INFINITY, zlabel = 0.0f, sum = 0.0f;
-    int best = 0, label = y[r];
-#pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) {
-        z[c] = b2[c];
-        for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z[c] += s_part[w][c];
-        if (z[c] > zmax) { zmax = z[c]; best = c; }
-        if (c == label) zlabel = z[c]; /* not z[label]: a computed index would put z in local memory */
+    if (warp != 0) return;
+    bool mine = lane < MLP_CLASSES; /* lanes 10-31 take part in the shuffles only */
+    int c = mine ? lane : 0, best = c, label = y[r];
+    float z = b2[c];
+    for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z += s_part[w][c];
+    float zmax = mine ? z : -INFINITY;
+    for (int off = 16; off > 0; off /= 2) { /* maximum, and on a tie the lower class, as argmax does */
+        float other = __shfl_xor_sync(MLP_FULL_WARP, zmax, off);
+        int other_best = __shfl_xor_sync(MLP_FULL_WARP, best, off);
+        if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
     }
-#pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) sum += expf(z[c] - zmax);
-    atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
-    if (correct && best == label) atomicAdd(correct, 1);
-    if (TRAIN) {
-#pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) {
-            float d = (expf(z[c] - zmax) / sum - (c == label ? 1.0f : 0.0f)) * inv_batch;
-            dz2[(size_t)r * MLP_CLASSES + c] = d;
-            atomicAdd(gb2 + c, d);
-        }
+    float e = mine ? expf(z - zmax) : 0.0f;
+    float sum = __shfl_sync(MLP_FULL_WARP, reduce_warp_sum(e), 0);
+    float zlabel = __shfl_sync(MLP_FULL_WARP, z, label);
+    if (lane == 0) {
+        atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
+        if (correct && best == label) atomicAdd(correct, 1);
+    }
+    if (TRAIN && mine) {
+        float d = (e / sum - (lane == label ? 1.0f : 0.0f)) * inv_batch;
+        dz2[(size_t)r * MLP_CLASSES + lane] = d;
+        atomicAdd(gb2 + lane, d);
     }
 }
 
@@ -234,82 +263,131 @@ static inline void launch_output_layer(const float *z1, const float *b1, const f
 }
 
 #define MLP_BACK_COLS 64
+#define MLP_BACK_GROUPS 4
 #define MLP_BACK_MAX_ROWS 32
+#define MLP_BACK_THREAD_ROWS (MLP_BACK_MAX_ROWS / MLP_BACK_GROUPS)
 
-/* mlp_hidden_backward: thread j of a block owns hidden unit j for `rows_per_block` batch
- * rows. It keeps W2's row j (10 floats) and b1[j] in registers and the block's dz2 rows
- * in shared memory; per row it recomputes a1 = max(z1 + b1, 0), forms da1 = dz2 . W2[j],
- * masks it with the ReLU (a1 > 0 exactly when z1 + b1 > 0), writes dz1, and accumulates
- * the dW2 row j (10 sums of a1 * dz2) and the b1 gradient. At the end one atomic per
- * value adds the block's share to the velocity. A GEMM with K = 10, the ReLU mask, a
- * transpose and a GEMM with N = 10 become one pass over z1. rows_per_block is chosen so
- * that about 8 blocks share each column: enough blocks for the GPU, few atomics. */
-__global__ void __launch_bounds__(MLP_BACK_COLS)
+/* mlp_hidden_backward: a block owns 64 hidden units for `rows_per_block` batch rows;
+ * thread (j, g) owns unit j for every fourth group of those rows. It keeps W2's row j
+ * (10 floats) and b1[j] in registers and the block's dz2 rows in shared memory; per row it
+ * recomputes a1 = max(z1 + b1, 0), forms da1 = dz2 . W2[j], masks it with the ReLU
+ * (a1 > 0 exactly when z1 + b1 > 0), writes dz1, and accumulates the dW2 row j (10 sums of
+ * a1 * dz2) and the b1 gradient. The four row groups' sums meet in shared memory, and one
+ * atomic per value adds the block's share to the velocity. A GEMM with K = 10, the ReLU
+ * mask, a transpose and a GEMM with N = 10 become one pass over z1. rows_per_block is
+ * chosen so that about 8 blocks share each unit (few atomics), and the four row groups give
+ * each SM enough warps to hide the latency of the loads (one group a block left most of
+ * the SM's schedulers idle). Thread (0, 0) of the first block advances the batch cursor
+ * (NULL: none): output_layer, the last reader of this step's position, has finished. */
+__global__ void __launch_bounds__(MLP_BACK_COLS * MLP_BACK_GROUPS)
 mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2, int rows, int hidden,
-                    int rows_per_block, float *dz1, float *gw2, float *gb1)
+                    int rows_per_block, float *dz1, float *gw2, float *gb1, int *cursor)
 {
     __shared__ float s_dz2[MLP_BACK_MAX_ROWS][MLP_CLASSES];
-    int r0 = blockIdx.y * rows_per_block, j = blockIdx.x * MLP_BACK_COLS + threadIdx.x;
+    __shared__ float s_sum[MLP_BACK_GROUPS][MLP_CLASSES + 1][MLP_BACK_COLS];
+    int tx = threadIdx.x, g = threadIdx.y, tid = g * MLP_BACK_COLS + tx;
+    int r0 = blockIdx.y * rows_per_block, j = blockIdx.x * MLP_BACK_COLS + tx;
     int nrows = rows - r0 < rows_per_block ? rows - r0 : rows_per_block;
-    for (int i = threadIdx.x; i < nrows * MLP_CLASSES; i += blockDim.x)
+    if (cursor && tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) *cursor += rows;
+    for (int i = tid; i < nrows * MLP_CLASSES; i += MLP_BACK_COLS * MLP_BACK_GROUPS)
         s_dz2[i / MLP_CLASSES][i % MLP_CLASSES] = dz2[(size_t)r0 * MLP_CLASSES + i];
     __syncthreads();
-    if (j >= hidden) return;
-    float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = b1[j];
+    int per_thread = (rows_per_block + MLP_BACK_GROUPS - 1) / MLP_BACK_GROUPS, first = g * per_thread;
+    int mine = j < hidden ? min(per_thread, nrows - first) : 0;
+    float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = j < hidden ? b1[j] : 0.0f;
 #pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) { w[c] = w2[(size_t)j * MLP_CLASSES + c]; gw[c] = 0.0f; }
-    /* all of this thread's z1 loads first, back to back: one memory latency, not nrows */
-    float zr[MLP_BACK_MAX_ROWS];
+    for (int c = 0; c < MLP_CLASSES; c++) { w[c] = j < hidden ? w2[(size_t)j * MLP_CLASSES + c] : 0.0f; gw[c] = 0.0f; }
+    /* all of this thread's z1 loads first, back to back: one memory latency, not one a row */
+    float zr[MLP_BACK_THREAD_ROWS];
 #pragma unroll
-    for (int r = 0; r < MLP_BACK_MAX_ROWS; r++)
-        if (r < nrows) zr[r] = z1[(size_t)(r0 + r) * hidden + j];
+    for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++)
+        if (r < mine) zr[r] = z1[(size_t)(r0 + first + r) * hidden + j];
 #pragma unroll
-    for (int r = 0; r < MLP_BACK_MAX_ROWS; r++) {
-        if (r >= nrows) break;
+    for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++) {
+        if (r >= mine) break;
+        const float *d2 = s_dz2[first + r];
         float a = fmaxf(zr[r] + bias, 0.0f), da = 0.0f;
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) {
-            da = fmaf(s_dz2[r][c], w[c], da);
-            gw[c] = fmaf(a, s_dz2[r][c], gw[c]);
+            da = fmaf(d2[c], w[c], da);
+            gw[c] = fmaf(a, d2[c], gw[c]);
         }
         float d = a > 0.0f ? da : 0.0f;
-        dz1[(size_t)(r0 + r) * hidden + j] = d;
+        dz1[(size_t)(r0 + first + r) * hidden + j] = d;
         gb += d;
     }
 #pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) atomicAdd(gw2 + (size_t)j * MLP_CLASSES + c, gw[c]);
-    atomicAdd(gb1 + j, gb);
+    for (int c = 0; c < MLP_CLASSES; c++) s_sum[g][c][tx] = gw[c];
+    s_sum[g][MLP_CLASSES][tx] = gb;
+    __syncthreads();
+    /* the block's (10 + 1) x 64 sums, one a thread, first the four groups added */
+    for (int i = tid; i < (MLP_CLASSES + 1) * MLP_BACK_COLS; i += MLP_BACK_COLS * MLP_BACK_GROUPS) {
+        int c = i / MLP_BACK_COLS, col = i % MLP_BACK_COLS, unit = blockIdx.x * MLP_BACK_COLS + col;
+        if (unit >= hidden) continue;
+        float v = 0.0f;
+        for (int q = 0; q < MLP_BACK_GROUPS; q++) v += s_sum[q][c][col];
+        atomicAdd(c < MLP_CLASSES ? gw2 + (size_t)unit * MLP_CLASSES + c : gb1 + unit, v);
+    }
 }
 
 static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
-                                          int rows, int hidden, float *dz1, float *gw2, float *gb1)
+                                          int rows, int hidden, float *dz1, float *gw2, float *gb1, int *cursor)
 {
     int per_block = (rows + 7) / 8;
     per_block = per_block > MLP_BACK_MAX_ROWS ? MLP_BACK_MAX_ROWS : per_block;
-    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block));
-    mlp_hidden_backward<<<grid, MLP_BACK_COLS>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1);
+    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block)), block(MLP_BACK_COLS, MLP_BACK_GROUPS);
+    mlp_hidden_backward<<<grid, block>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1, cursor);
     CHECK_LAUNCH();
 }
 
-/* mlp_sgd_step: every parameter in one float4 grid-stride pass (chapter 01's pattern):
- * w -= lr v, then v *= mu so that the next step's gradient lands on mu v. The parameter
- * array's length is a multiple of 4 (reference.h pads each tensor), so there is no tail.
- * Thread 0 also advances the batch cursor for the next step. */
-__global__ void mlp_sgd_step(float *w, float *v, size_t n, float lr, float mu, int *cursor, int batch)
+#define MLP_UPDATE_THREADS 256
+
+/* mlp_update_and_gather: the last launch of a fused step, two independent jobs side by
+ * side in one grid.
+ *   blocks [gather_blocks, end): every parameter in one float4 grid-stride pass (chapter
+ *     01's pattern): w -= lr v, then v *= mu so that the next step's gradient lands on
+ *     mu v. The parameter array's length is a multiple of 4 (reference.h pads each
+ *     tensor), so there is no tail.
+ *   blocks [0, gather_blocks): the next step's batch, rows order[*cursor ..] (clipped at
+ *     n_train: the last batch may be short, and after the last there is none), and
+ *     z1 cleared for its forward GEMM.
+ * A gather launched after the update would wait for it, and on its own it keeps the GPU
+ * busy with little: three dependent loads (cursor, order, pixel) a thread and 2.6 MB of
+ * stores. Here its latency hides behind the update's streaming traffic, and the step has
+ * one launch fewer. */
+__global__ void __launch_bounds__(MLP_UPDATE_THREADS)
+mlp_update_and_gather(float *w, float *v, size_t n, float lr, float mu, int gather_blocks, const MlpSource src,
+                      const int *cursor, int n_train, int batch, const MlpBatch dst)
 {
-    size_t n4 = n / 4, stride = (size_t)gridDim.x * blockDim.x;
+    int block = blockIdx.x;
+    if (block < gather_blocks) {
+        int start = *cursor, rows = n_train - start < batch ? n_train - start : batch;
+        if (rows <= 0) return; /* the epoch's last step: no batch follows */
+        mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x, (size_t)gather_blocks * MLP_UPDATE_THREADS);
+        mlp_gather_tile(src, start, rows, dst, block, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
+        return;
+    }
+    size_t n4 = n / 4, stride = (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS;
     float4 *w4 = (float4 *)w, *v4 = (float4 *)v;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    for (size_t i = (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x; i < n4; i += stride) {
         float4 p = w4[i], m = v4[i];
         w4[i] = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
         v4[i] = make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w);
     }
-    if (cursor && blockIdx.x == 0 && threadIdx.x == 0) *cursor += batch;
 }
 
-static inline void launch_sgd_step(float *w, float *v, size_t n, float lr, float mu, int *cursor, int batch)
+/* The update alone (next NULL), or with the gather of the next batch (up to `batch` rows
+ * from position *cursor of next) into dst. */
+static inline void launch_update(float *w, float *v, size_t n, float lr, float mu, const MlpSource *next,
+                                 const int *cursor, int n_train, int batch, const MlpBatch *dst)
 {
-    mlp_sgd_step<<<vadd_grid((long long)(n / 4)), VADD_BLOCK>>>(w, v, n, lr, mu, cursor, batch);
+    static_assert(MLP_UPDATE_THREADS == MLP_GATHER_THREADS && MLP_UPDATE_THREADS == VADD_BLOCK, "block sizes");
+    MlpSource src = {};
+    MlpBatch to = {};
+    int gather_blocks = 0;
+    if (next) src = *next, to = *dst, gather_blocks = mlp_gather_blocks(batch);
+    mlp_update_and_gather<<<gather_blocks + vadd_grid((long long)(n / 4)), MLP_UPDATE_THREADS>>>(
+        w, v, n, lr, mu, gather_blocks, src, cursor, n_train, batch, to);
     CHECK_LAUNCH();
 }
 

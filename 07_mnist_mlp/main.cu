@@ -146,7 +146,7 @@ static double learning_rate(int batch) { return FLAGS.lr > 0.0 ? FLAGS.lr : 0.05
 static const ProgramSpec SPEC = {
     "mnist_mlp",
     "Chapter 07: a 784-H-10 MLP trained on MNIST on the GPU, naive to fused + CUDA graphs, vs cuBLAS and PyTorch.",
-    "--check: BATCHxHIDDEN shapes of the one-step check (default 1x3,37x50,256x1024);\n"
+    "--check: BATCHxHIDDEN shapes of the two-step check (default 1x3,37x50,256x1024);\n"
     "                   --bench: batch sizes (default 256,32); BATCHxHIDDEN also sets H",
     "\nchapter flags:\n"
     "  --train          train one trainer (--impl, default optimized), one line per epoch\n"
@@ -258,7 +258,8 @@ typedef struct {
     /* data: on the GPU (and on the host for the host-fed trainer) */
     const IdxDataset *train_host;
     unsigned char *pixels, *labels, *test_pixels, *test_labels;
-    int *order, *test_order, *h_order;
+    int *order, *test_order, *h_order, *h_next_order; /* this epoch's order, the next one's */
+    int next_order_drawn;
     Rng shuffle_rng;
     /* parameters, velocity, gradient (unfused only) */
     float *params, *vel, *grad;
@@ -304,6 +305,20 @@ static void transpose(const Trainer *t, const float *in, float *out, int cols, i
 {
     if (t->impl->gemm == GEMM_NAIVE) launch_transpose_naive(in, out, cols, rows);
     else launch_transpose_smem<64, 1, 8>(in, out, cols, rows);
+}
+
+/* The resident training set, in the epoch's shuffled order. */
+static MlpSource train_source(const Trainer *t)
+{
+    MlpSource s = {t->pixels, t->labels, t->order, t->mean, t->std};
+    return s;
+}
+
+/* Where the fused step's gathers put a batch: x, its transpose, the labels, and z1 cleared. */
+static MlpBatch fused_batch(const Trainer *t)
+{
+    MlpBatch b = {t->x, t->xt, t->y, t->z1, (size_t)t->batch * t->hidden};
+    return b;
 }
 
 static void *dalloc(size_t bytes)
@@ -358,6 +373,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     }
     t->order = (int *)dalloc((size_t)n_train * sizeof(int));
     CUDA_CHECK(cudaMallocHost(&t->h_order, (size_t)n_train * sizeof(int)));
+    CUDA_CHECK(cudaMallocHost(&t->h_next_order, (size_t)n_train * sizeof(int)));
     for (int i = 0; i < n_train; i++) t->h_order[i] = i;
     CUDA_CHECK(cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
     t->params = (float *)dalloc(pb);
@@ -424,6 +440,7 @@ static void trainer_destroy(Trainer *t)
         CUDA_CHECK(cudaStreamDestroy(t->copy_stream));
     }
     CUDA_CHECK(cudaFreeHost(t->h_order));
+    CUDA_CHECK(cudaFreeHost(t->h_next_order));
     free(t->h_step_loss);
     free(t->h_x);
     free(t->h_y);
@@ -458,8 +475,13 @@ static void step_unfused(Trainer *t, int s, int first, int batch)
     float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2, *b2 = t->params + l->b2;
     float *gW1 = t->grad + l->w1, *gb1 = t->grad + l->b1, *gW2 = t->grad + l->w2, *gb2 = t->grad + l->b2;
     unsigned eb = mlp_blocks(bh, MLP_NAIVE_BLOCK), rb = mlp_blocks(batch, MLP_NAIVE_BLOCK);
-    if (t->impl->feed == FEED_COPY) feed_from_host(t, first, batch);
-    else launch_gather(t->pixels, t->labels, t->order, NULL, first, batch, t->mean, t->std, t->x, NULL, t->y, NULL, 0);
+    if (t->impl->feed == FEED_COPY) {
+        feed_from_host(t, first, batch);
+    } else {
+        MlpSource src = train_source(t);
+        MlpBatch dst = {t->x, NULL, t->y, NULL, 0};
+        launch_gather(&src, first, batch, &dst);
+    }
     SYNC_IF(t);
     /* forward */
     gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 0.0f, t->z1); SYNC_IF(t);
@@ -489,28 +511,37 @@ static void step_unfused(Trainer *t, int s, int first, int batch)
     CHECK_LAUNCH(); SYNC_IF(t);
 }
 
-/* The fused step: six launches, positions read from the device cursor. The batch is
- * rows order[cursor ..] of pixels/labels, or with order NULL the first rows of a batch
- * copied in by the host. */
-static void step_fused_on(Trainer *t, const unsigned char *pixels, const unsigned char *labels, const int *order,
-                          int batch, float lr, float mu)
+/* The fused step: five launches, positions read from the device cursor. Its batch is
+ * already in x, xt and y, with z1 cleared: gathered by the step before, or for the first
+ * step of an epoch by gather_first_batch. Its last launch gathers the next batch from
+ * `next` at the advanced cursor (next NULL: the caller brings the next batch itself). */
+static void step_fused_core(Trainer *t, int batch, float lr, float mu, const MlpSource *next)
 {
     const MlpLayout *l = &t->l;
     int H = t->hidden;
     float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2, *b2 = t->params + l->b2;
-    launch_gather(pixels, labels, order, t->cursor, 0, batch, t->mean, t->std, t->x, t->xt, t->y, t->z1,
-                  (size_t)batch * H);
-    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 1.0f, t->z1); /* z1 zeroed by the gather */
+    gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 1.0f, t->z1); /* z1 cleared by the gather */
     launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, t->cursor,
                               t->batch, NULL);
-    launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1);
+    launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1, t->cursor);
     gemm(t, IDX_PIXELS, H, batch, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1);
-    launch_sgd_step(t->params, t->vel, l->total, lr, mu, t->cursor, batch);
+    MlpBatch dst = fused_batch(t);
+    launch_update(t->params, t->vel, l->total, lr, mu, next, t->cursor, t->n_train, t->batch, &dst);
+}
+
+static int batch_of_step(const Trainer *t, int s) { int left = t->n_train - s * t->batch; return left < t->batch ? left : t->batch; }
+
+static void gather_first_batch(Trainer *t)
+{
+    MlpSource src = train_source(t);
+    MlpBatch dst = fused_batch(t);
+    launch_gather(&src, 0, batch_of_step(t, 0), &dst);
 }
 
 static void step_fused(Trainer *t, int batch, float lr, float mu)
 {
-    step_fused_on(t, t->pixels, t->labels, t->order, batch, lr, mu);
+    MlpSource next = train_source(t);
+    step_fused_core(t, batch, lr, mu, &next);
 }
 
 /* The fused step fed through chapter 06's double buffer: the host gathers batch s into
@@ -532,15 +563,16 @@ static void step_fed(Trainer *t, int first, int batch)
     CUDA_CHECK(cudaMemcpyAsync(slot + label_at, stage + label_at, (size_t)batch, cudaMemcpyHostToDevice, t->copy_stream));
     double_buffer_end_fill(db, s, t->copy_stream);
     double_buffer_begin_use(db, s, cudaStreamPerThread);
-    step_fused_on(t, slot, slot + label_at, NULL, batch, t->lr, t->mu);
-    double_buffer_end_use(db, s, cudaStreamPerThread);
+    MlpSource src = {slot, slot + label_at, NULL, t->mean, t->std};
+    MlpBatch dst = fused_batch(t);
+    launch_gather(&src, 0, batch, &dst);
+    double_buffer_end_use(db, s, cudaStreamPerThread); /* the gather was the slot's only reader */
+    step_fused_core(t, batch, t->lr, t->mu, NULL);
 }
 
 /* ------------------------------------------------------------------ graphs */
 
 static int steps_per_epoch(const Trainer *t) { return (t->n_train + t->batch - 1) / t->batch; }
-static int batch_of_step(const Trainer *t, int s) { int left = t->n_train - s * t->batch; return left < t->batch ? left : t->batch; }
-
 static void begin_capture(void) { CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal)); }
 
 static cudaGraphExec_t end_capture(void)
@@ -566,6 +598,7 @@ static void trainer_prepare_graphs(Trainer *t)
 {
     if (t->impl->graph == GRAPH_NONE) return;
     CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
+    gather_first_batch(t);
     step_fused(t, batch_of_step(t, 0), 0.0f, 1.0f);
     int last = steps_per_epoch(t) - 1;
     if (last > 0) step_fused(t, batch_of_step(t, last), 0.0f, 1.0f);
@@ -583,6 +616,7 @@ static void trainer_prepare_graphs(Trainer *t)
     } else {
         begin_capture();
         reset_epoch_counters(t);
+        gather_first_batch(t);
         for (int s = 0; s < steps_per_epoch(t); s++) step_fused(t, batch_of_step(t, s), t->lr, t->mu);
         t->epoch_exec = end_capture();
     }
@@ -595,19 +629,40 @@ typedef struct {
     int diverged_step;   /* -1 if every step's loss was finite */
 } EpochResult;
 
+/* The next epoch's batch order: this one shuffled again (one continuing stream, as in
+ * torch_reference.py). run_epoch draws it on the CPU while the GPU trains on the current
+ * epoch, so only the first epoch waits for its shuffle (about 0.25 ms for 60,000 images). */
+static void draw_next_order(Trainer *t)
+{
+    memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
+    mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
+    t->next_order_drawn = 1;
+}
+
+/* Makes the next order this epoch's, on the host and (copied) on the GPU. */
+static void begin_epoch_order(Trainer *t)
+{
+    if (!t->next_order_drawn) draw_next_order(t);
+    int *current = t->h_next_order;
+    t->h_next_order = t->h_order;
+    t->h_order = current;
+    t->next_order_drawn = 0;
+    CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
+                               cudaStreamPerThread));
+}
+
 static EpochResult run_epoch(Trainer *t)
 {
     EpochResult r = {0.0, 0.0, -1};
     int steps = steps_per_epoch(t);
     CUDA_CHECK(cudaDeviceSynchronize());
     double t0 = wall_ms();
-    mlp_shuffle(t->h_order, t->n_train, &t->shuffle_rng);
-    CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
-                               cudaStreamPerThread));
+    begin_epoch_order(t);
     if (t->impl->graph == GRAPH_EPOCH) {
         CUDA_CHECK(cudaGraphLaunch(t->epoch_exec, cudaStreamPerThread));
     } else {
         reset_epoch_counters(t);
+        if (t->impl->fused && t->impl->feed == FEED_RESIDENT) gather_first_batch(t);
         for (int s = 0; s < steps; s++) {
             int b = batch_of_step(t, s);
             if (!t->impl->fused) step_unfused(t, s, s * t->batch, b);
@@ -621,6 +676,7 @@ static EpochResult run_epoch(Trainer *t)
             }
         }
     }
+    draw_next_order(t); /* on the CPU, while the GPU works through the epoch */
     CUDA_CHECK(cudaMemcpyAsync(t->h_step_loss, t->step_loss, (size_t)steps * sizeof(float), cudaMemcpyDeviceToHost,
                                cudaStreamPerThread));
     CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
@@ -640,10 +696,11 @@ static double evaluate(Trainer *t, double *loss)
     const MlpLayout *l = &t->l;
     CUDA_CHECK(cudaMemset(t->correct, 0, sizeof(int)));
     CUDA_CHECK(cudaMemset(t->eval_loss, 0, sizeof(float)));
+    MlpSource src = {t->test_pixels, t->test_labels, t->test_order, t->mean, t->std};
+    MlpBatch dst = {t->x, NULL, t->y, NULL, 0};
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
-        launch_gather(t->test_pixels, t->test_labels, t->test_order, NULL, first, b, t->mean, t->std, t->x, NULL, t->y,
-                      NULL, 0);
+        launch_gather(&src, first, b, &dst);
         gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1);
         launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
                                    t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
@@ -723,15 +780,21 @@ static void check_params(float *p, const MlpLayout *l, unsigned long long seed)
     fill_uniform(p + l->b2, MLP_CLASSES, -0.1f, 0.1f, seed + 2);
 }
 
-/* The reference step of a check: the batch in the order the trainers will draw it (the
- * same shuffle stream as trainer_create's), the double-precision step and its update. */
+/* The reference of a check: an epoch of two steps, B rows and then a shorter second batch
+ * (so the cursor, the next-batch gather and a last partial batch are all exercised), in the
+ * order the trainers will draw them (the same shuffle stream as theirs), computed in
+ * double: the last step's activations, the epoch's mean loss, the velocity and the
+ * parameters after both updates. */
 typedef struct {
     IdxDataset data;
     MlpLayout l;
+    int batch, n_train;
     float *p0;
     int *order;
-    RefStep s;
-    double *p_new;
+    RefStep last;
+    double loss;
+    double *p_last;  /* the parameters the last step started from */
+    double *p_new, *v_new;
 } CheckCase;
 
 #define CHECK_MEAN 0.35f
@@ -739,38 +802,52 @@ typedef struct {
 #define CHECK_LR 0.1f
 #define CHECK_MU 0.5f
 
+static int second_batch(int B) { return B > 1 ? (B + 1) / 2 : 1; }
+
 static void check_case_create(CheckCase *c, int B, int H, unsigned long long seed)
 {
-    synthesize(&c->data, B, seed);
+    int B2 = second_batch(B), N = B + B2;
+    c->batch = B;
+    c->n_train = N;
+    synthesize(&c->data, N, seed);
     c->l = mlp_layout(IDX_PIXELS, H);
     c->p0 = (float *)xmalloc(c->l.total * sizeof(float));
     check_params(c->p0, &c->l, seed + 3);
-    c->order = (int *)xmalloc((size_t)B * sizeof(int));
-    for (int i = 0; i < B; i++) c->order[i] = i;
+    c->order = (int *)xmalloc((size_t)N * sizeof(int));
+    for (int i = 0; i < N; i++) c->order[i] = i;
     Rng r = {seed + 1};
-    mlp_shuffle(c->order, B, &r);
-    float *x = (float *)xmalloc((size_t)B * IDX_PIXELS * sizeof(float));
-    int *y = (int *)xmalloc((size_t)B * sizeof(int));
-    for (int b = 0; b < B; b++) {
+    mlp_shuffle(c->order, N, &r);
+    float *x = (float *)xmalloc((size_t)N * IDX_PIXELS * sizeof(float));
+    int *y = (int *)xmalloc((size_t)N * sizeof(int));
+    for (int b = 0; b < N; b++) {
         int img = c->order[b];
         for (int k = 0; k < IDX_PIXELS; k++)
             x[(size_t)b * IDX_PIXELS + k] = ((float)c->data.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - CHECK_MEAN) / CHECK_STD;
         y[b] = c->data.labels[img];
     }
-    c->p_new = (double *)xmalloc(c->l.total * sizeof(double));
-    double *v = (double *)calloc(c->l.total, sizeof(double));
-    for (size_t i = 0; i < c->l.total; i++) c->p_new[i] = c->p0[i];
-    ref_alloc(&c->s, &c->l, B);
-    ref_step(c->p_new, &c->l, x, y, &c->s);
-    ref_sgd(c->p_new, v, c->s.grad, c->l.total, CHECK_LR, CHECK_MU);
-    free(x); free(y); free(v);
+    size_t n = c->l.total;
+    c->p_new = (double *)xmalloc(n * sizeof(double));
+    c->p_last = (double *)xmalloc(n * sizeof(double));
+    c->v_new = (double *)calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) c->p_new[i] = c->p0[i];
+    RefStep first;
+    ref_alloc(&first, &c->l, B);
+    ref_step(c->p_new, &c->l, x, y, &first);
+    ref_sgd(c->p_new, c->v_new, first.grad, n, CHECK_LR, CHECK_MU);
+    memcpy(c->p_last, c->p_new, n * sizeof(double));
+    ref_alloc(&c->last, &c->l, B2);
+    ref_step(c->p_new, &c->l, x + (size_t)B * IDX_PIXELS, y + B, &c->last);
+    ref_sgd(c->p_new, c->v_new, c->last.grad, n, CHECK_LR, CHECK_MU);
+    c->loss = (first.loss * B + c->last.loss * B2) / N;
+    ref_free(&first);
+    free(x); free(y);
 }
 
 static void check_case_free(CheckCase *c)
 {
-    ref_free(&c->s);
+    ref_free(&c->last);
     idx_free(&c->data);
-    free(c->p0); free(c->order); free(c->p_new);
+    free(c->p0); free(c->order); free(c->p_last); free(c->p_new); free(c->v_new);
 }
 
 static float *download(const float *dev, size_t n)
@@ -780,53 +857,55 @@ static float *download(const float *dev, size_t n)
     return h;
 }
 
-/* One step of `impl` on the case's batch. The trainer's epoch is the whole batch, so one
- * epoch is one step, run through the trainer's own path (graphs included). Tolerances:
- *   z1         1e-5 normwise: fp32 dot products of length 784, relative error ~sqrt(784) * 6e-8
- *   loss       1e-5 relative: a sum of B positive terms
- *   dz2, dW2, db2  1e-4 normwise: built from fp32 logits; batch sums partly cancel
- *   dW1, db1   1e-3 normwise: besides rounding, a unit whose z1 + b1 lies within rounding
+/* The case's epoch of two steps, run through the trainer's own path (graphs included).
+ * The velocity v = mu v + g after both steps holds both steps' gradients. Tolerances:
+ *   loss       1e-5 relative: a sum of positive terms
+ *   dz2, v(W2), v(b2)  1e-4 normwise: built from fp32 logits; batch sums partly cancel
+ *   v(W1), v(b1)  1e-3 normwise: besides rounding, a unit whose z1 + b1 lies within rounding
  *              of 0 can land on the other side of the ReLU kink than in double; at
- *              256x1024 a few of them (from GEMMs that sum in another order than the CPU)
- *              moved these gradients by 4e-4
- *   new params 1e-5 normwise: the step moves them by lr * grad, small next to the weights */
+ *              256x1024 one such unit (from GEMMs that sum in another order than the CPU)
+ *              moved these by 3e-4 to 4e-4
+ *   z1, new params  1e-4 normwise: rounding alone gives ~1e-6 (fp32 dot products of length
+ *              784: ~sqrt(784) * 6e-8) and 4e-8, but the second step starts from weights
+ *              that carry the first step's kink flips: that one unit moved the last z1 by
+ *              3e-5 and the parameters by 1e-5 */
 static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long seed)
 {
     const MlpLayout *l = &c->l;
-    int B = c->s.batch, H = l->hidden;
+    int B = c->batch, B2 = c->last.batch, H = l->hidden;
     Trainer t;
-    trainer_create(&t, impl, &c->data, B, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
+    trainer_create(&t, impl, &c->data, c->n_train, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
     trainer_set_params(&t, c->p0, CHECK_LR, CHECK_MU);
     trainer_prepare_graphs(&t);
     poison_device(t.z1, (size_t)B * H * sizeof(float));
     poison_device(t.dz2, (size_t)B * MLP_CLASSES * sizeof(float));
     EpochResult r = run_epoch(&t);
-    if (memcmp(t.h_order, c->order, (size_t)B * sizeof(int)) != 0) {
+    if (memcmp(t.h_order, c->order, (size_t)c->n_train * sizeof(int)) != 0) {
         fprintf(stderr, "internal error: the trainer drew another batch order than the check\n");
         exit(1);
     }
-    float *z1 = download(t.z1, (size_t)B * H), *dz2 = download(t.dz2, (size_t)B * MLP_CLASSES);
-    float *g = download(impl->fused ? t.vel : t.grad, l->total), *np = download(t.params, l->total);
+    float *z1 = download(t.z1, (size_t)B2 * H), *dz2 = download(t.dz2, (size_t)B2 * MLP_CLASSES);
+    float *v = download(t.vel, l->total), *np = download(t.params, l->total);
     if (impl->fused)
-        for (size_t i = 0; i < l->total; i++) g[i] /= CHECK_MU; /* the update left v = mu * g; mu = 0.5 is exact */
+        for (size_t i = 0; i < l->total; i++) v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
     char size[48], what[64];
-    snprintf(size, sizeof size, "%dx%d", B, H);
+    snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
     int fails = 0;
 #define CHECK_ONE(label, err, tol) do { snprintf(what, sizeof what, "%s %s", impl->name, label); fails += !report_check(what, size, err, tol); } while (0)
-    CHECK_ONE("loss", isfinite(r.loss) ? fabs(r.loss - c->s.loss) / fabs(c->s.loss) : INFINITY, 1e-5);
+    CHECK_ONE("loss", isfinite(r.loss) ? fabs(r.loss - c->loss) / fabs(c->loss) : INFINITY, 1e-5);
     /* the fused trainers keep z1 without its bias (added where z1 is read) */
-    double *z1_ref = (double *)xmalloc((size_t)B * H * sizeof(double));
-    for (size_t i = 0; i < (size_t)B * H; i++) z1_ref[i] = c->s.z1[i] - (impl->fused ? c->p0[l->b1 + i % H] : 0.0);
-    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B * H), 1e-5);
+    double *z1_ref = (double *)xmalloc((size_t)B2 * H * sizeof(double));
+    for (size_t i = 0; i < (size_t)B2 * H; i++) z1_ref[i] = c->last.z1[i] - (impl->fused ? c->p_last[l->b1 + i % H] : 0.0);
+    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B2 * H), 1e-4);
     free(z1_ref);
-    CHECK_ONE("dz2", norm_rel_error(dz2, c->s.dz2, (size_t)B * MLP_CLASSES), 1e-4);
-    CHECK_ONE("dW1", norm_rel_error(g + l->w1, c->s.grad + l->w1, (size_t)IDX_PIXELS * H), 1e-3);
-    CHECK_ONE("db1", norm_rel_error(g + l->b1, c->s.grad + l->b1, (size_t)H), 1e-3);
-    CHECK_ONE("dW2", norm_rel_error(g + l->w2, c->s.grad + l->w2, (size_t)H * MLP_CLASSES), 1e-4);
-    CHECK_ONE("db2", norm_rel_error(g + l->b2, c->s.grad + l->b2, MLP_CLASSES), 1e-4);
-    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), 1e-5);
+    CHECK_ONE("dz2", norm_rel_error(dz2, c->last.dz2, (size_t)B2 * MLP_CLASSES), 1e-4);
+    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H), 1e-3);
+    CHECK_ONE("v(b1)", norm_rel_error(v + l->b1, c->v_new + l->b1, (size_t)H), 1e-3);
+    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES), 1e-4);
+    CHECK_ONE("v(b2)", norm_rel_error(v + l->b2, c->v_new + l->b2, MLP_CLASSES), 1e-4);
+    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), 1e-4);
 #undef CHECK_ONE
-    free(z1); free(dz2); free(g); free(np);
+    free(z1); free(dz2); free(v); free(np);
     trainer_destroy(&t);
     return fails;
 }
@@ -852,7 +931,8 @@ static int run_checks(const Options *o)
 {
     static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {256, 1024}};
     int n = o->nsizes ? o->nsizes : 3, fails = 0;
-    printf("\ncheck (seed %llu): one training step of each trainer against a double-precision CPU step\n", o->seed);
+    printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer against\n"
+           "double-precision CPU steps\n", o->seed);
     fails += check_gradients_fd(o->seed);
     for (int i = 0; i < n; i++) {
         int B = o->nsizes ? (int)o->sizes[i].dim[0] : DEFAULT_SHAPES[i][0];
@@ -892,12 +972,13 @@ static double peer_ms(const char *path, const char *kernel, int batch)
     return found;
 }
 
-/* The fused step's six launches timed one by one (median of --reps runs each), to see
+/* The fused step's five launches timed one by one (median of --reps runs each), to see
  * where a step's time goes. lr 0 and momentum 1 leave the parameters alone; repeated runs
- * of a stage only pile up values in scratch buffers. */
-static const char *const STAGE_NAMES[] = {"gather", "gemm_forward", "output_layer", "hidden_backward",
-                                          "gemm_dW1", "sgd_update"};
-#define NSTAGES 6
+ * of a launch only pile up values in scratch buffers. The cursor stays at 0 (no launch
+ * here advances it), so the update gathers a whole batch each time. */
+static const char *const STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward", "gemm_dW1",
+                                          "update_and_gather"};
+#define NSTAGES 5
 
 typedef struct { Trainer *t; int stage; } StageCtx;
 
@@ -907,16 +988,16 @@ static void run_stage(void *p)
     Trainer *t = c->t;
     const MlpLayout *l = &t->l;
     int B = t->batch, H = t->hidden;
+    MlpSource src = train_source(t);
+    MlpBatch dst = fused_batch(t);
     switch (c->stage) {
-    case 0: launch_gather(t->pixels, t->labels, t->order, NULL, 0, B, t->mean, t->std, t->x, t->xt, t->y, t->z1,
-                          (size_t)B * H); break;
-    case 1: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 1.0f, t->z1); break;
-    case 2: launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, B, H,
+    case 0: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 1.0f, t->z1); break;
+    case 1: launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, B, H,
                                       t->dz2, t->vel + l->b2, t->step_loss, NULL, B, NULL); break;
-    case 3: launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H, t->dz1,
-                                   t->vel + l->w2, t->vel + l->b1); break;
-    case 4: gemm(t, IDX_PIXELS, H, B, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1); break;
-    default: launch_sgd_step(t->params, t->vel, l->total, 0.0f, 1.0f, NULL, B); break;
+    case 2: launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H, t->dz1,
+                                   t->vel + l->w2, t->vel + l->b1, NULL); break;
+    case 3: gemm(t, IDX_PIXELS, H, B, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1); break;
+    default: launch_update(t->params, t->vel, l->total, 0.0f, 1.0f, &src, t->cursor, t->n_train, B, &dst); break;
     }
 }
 
@@ -931,6 +1012,7 @@ static void stage_csv_row(const char *path, const char *gpu, int batch, const ch
 
 static void stage_times(Trainer *t, int reps, double *us)
 {
+    CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
     for (int k = 0; k < NSTAGES; k++) {
         StageCtx c = {t, k};
         us[k] = 1e3 * time_median_ms(run_stage, &c, 3, reps);
