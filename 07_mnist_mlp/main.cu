@@ -631,7 +631,8 @@ typedef struct {
 
 /* The next epoch's batch order: this one shuffled again (one continuing stream, as in
  * torch_reference.py). run_epoch draws it on the CPU while the GPU trains on the current
- * epoch, so only the first epoch waits for its shuffle (about 0.25 ms for 60,000 images). */
+ * epoch, so only the first epoch waits for its shuffle (a few tenths of a ms for 60,000
+ * images). */
 static void draw_next_order(Trainer *t)
 {
     memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
