@@ -8,6 +8,7 @@
 
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 #include "kernels.cuh"
@@ -59,13 +60,6 @@ typedef struct {
     ReduceWorkspace ws;
 } ReduceBuffers;
 
-static inline void *reduce_xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return p;
-}
-
 /* Runs one version on the device input; returns its result (the output was poisoned). */
 static inline float reduce_run_once(const ReduceVersion *v, const ReduceBuffers *b, int n)
 {
@@ -106,7 +100,7 @@ static inline int reduce_check_input(const ReduceVersion *versions, int count, c
  *           catches a lost or doubled element at any size. */
 static inline int reduce_check_size(const ReduceVersion *versions, int count, const Options *o, int n)
 {
-    float *x = (float *)reduce_xmalloc((size_t)n * sizeof(float));
+    float *x = (float *)xmalloc((size_t)n * sizeof(float));
     ReduceBuffers b;
     CUDA_CHECK(cudaMalloc(&b.in, (size_t)n * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&b.out, sizeof(float)));
@@ -194,7 +188,7 @@ static inline void reduce_bench_size(const ReduceVersion *versions, int count, c
     memset(&t, 0, sizeof t);
     t.n = n;
     t.copies = reduce_rotation_buffers(n, info);
-    float *x = (float *)reduce_xmalloc(bytes);
+    float *x = (float *)xmalloc(bytes);
     reduce_fill_random(x, (size_t)n, o->seed);
     for (int c = 0; c < t.copies; c++) {
         CUDA_CHECK(cudaMalloc(&t.in[c], bytes));

@@ -89,9 +89,9 @@ static int poly_check_size(const Options *o, int n)
 {
     float c[UNROLL_POLY_DEGREE + 1];
     poly_upload_coefficients(o, c);
-    float *y = (float *)reduce_xmalloc((size_t)n * sizeof(float)), *d_y;
-    double *ref = (double *)reduce_xmalloc((size_t)n * sizeof(double));
-    double *scale = (double *)reduce_xmalloc((size_t)n * sizeof(double));
+    float *y = (float *)xmalloc((size_t)n * sizeof(float)), *d_y;
+    double *ref = (double *)xmalloc((size_t)n * sizeof(double));
+    double *scale = (double *)xmalloc((size_t)n * sizeof(double));
     unroll_poly_reference(c, UNROLL_POLY_DEGREE, n, ref, scale);
     CUDA_CHECK(cudaMalloc(&d_y, (size_t)n * sizeof(float)));
     char size[32];

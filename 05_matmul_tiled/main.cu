@@ -7,6 +7,7 @@
 
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
 #include "kernels.cuh"
@@ -104,13 +105,6 @@ static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const
         fprintf(stderr, "cublasSgemm failed (status %d)\n", (int)st);
         exit(1);
     }
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return p;
 }
 
 typedef struct { int M, N, K; } Shape;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "host.h"
 
 /* Every CUDA call goes through this: on an error, say where and what, and exit 1. */
 #define CUDA_CHECK(call)                                                                   \
@@ -97,8 +98,7 @@ static inline int compare_floats(const void *a, const void *b)
 static inline float time_median_ms(TimedFn fn, void *ctx, int warmup, int reps)
 {
     cudaEvent_t start, stop;
-    float *ms = (float *)malloc(sizeof(float) * (size_t)reps);
-    if (!ms) { fprintf(stderr, "out of host memory\n"); exit(1); }
+    float *ms = (float *)xmalloc(sizeof(float) * (size_t)reps);
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < warmup; i++) fn(ctx);
