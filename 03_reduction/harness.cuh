@@ -120,6 +120,19 @@ static inline int reduce_check_size(const ReduceVersion *versions, int count, co
     return failures;
 }
 
+/* Prints the rule of the checks, then checks every size of the list (or of -n); `what`
+ * names the checked quantity in the heading ("" or "the sum "). Returns failures. */
+static inline int reduce_check_sizes(const ReduceVersion *versions, int count, const Options *o,
+                                     const long long *sizes, int nsizes, const char *what)
+{
+    printf("\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
+           "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n", what, o->seed);
+    int failures = 0;
+    for (int s = 0; s < size_count(o, nsizes); s++)
+        failures += reduce_check_size(versions, count, o, (int)size_at(o, sizes, s));
+    return failures;
+}
+
 /* ---- bench ---------------------------------------------------------------------------- */
 
 #define REDUCE_MAX_ROTATION 64

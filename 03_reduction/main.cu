@@ -42,17 +42,14 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
 
-    int ncheck = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
     int nbench = size_count(&o, (int)(sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]));
     require_device_memory(&SPEC, &info, reduce_bench_bytes(largest_size(&o, BENCH_SIZES[0]), &info),
                           "the input and its rotated copies");
 
     int failures = 0;
     if (o.check) {
-        printf("\ncheck (seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
-               "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n", o.seed);
-        for (int s = 0; s < ncheck; s++)
-            failures += reduce_check_size(VERSIONS, NVERSIONS, &o, (int)size_at(&o, CHECK_SIZES, s));
+        failures += reduce_check_sizes(VERSIONS, NVERSIONS, &o, CHECK_SIZES,
+                                       (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]), "");
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     }
     if (o.bench)

@@ -200,13 +200,9 @@ int main(int argc, char **argv)
 
     int failures = 0;
     if (o.check) {
-        if (sum_selected(&o)) {
-            printf("\ncheck the sum (seed %llu): random inputs: |gpu - ref| / sum|x| against "
-                   "(2 sqrt(n) + 3 log2 n + 16) * 2^-24;\ninteger inputs: every partial sum is exact, "
-                   "so |gpu - ref| must be 0\n", o.seed);
-            for (int s = 0; s < ncheck; s++)
-                failures += reduce_check_size(SUM_VERSIONS, NSUM, &o, (int)size_at(&o, CHECK_SIZES, s));
-        }
+        if (sum_selected(&o))
+            failures += reduce_check_sizes(SUM_VERSIONS, NSUM, &o, CHECK_SIZES,
+                                           (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]), "the sum ");
         if (poly_selected(&o)) {
             printf("\ncheck the polynomial (seed %llu): max |gpu - ref| / sum_j |c_j||x|^j against "
                    "2 (D + 1) 2^-24, D = %d\n", o.seed, UNROLL_POLY_DEGREE);
