@@ -189,7 +189,6 @@ __global__ void mlp_sgd_naive(float *w, float *v, const float *g, long long n, f
 /* ------------------------------------------------------------------ fused kernels */
 
 #define MLP_OUT_THREADS 128
-#define MLP_FULL_WARP 0xffffffffu
 
 /* mlp_output_layer: one block of 128 threads per batch row. The bias and ReLU of the
  * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
@@ -234,13 +233,13 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
     for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z += s_part[w][c];
     float zmax = mine ? z : -INFINITY;
     for (int off = 16; off > 0; off /= 2) { /* maximum, and on a tie the lower class, as argmax does */
-        float other = __shfl_xor_sync(MLP_FULL_WARP, zmax, off);
-        int other_best = __shfl_xor_sync(MLP_FULL_WARP, best, off);
+        float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
+        int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
         if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
     }
     float e = mine ? expf(z - zmax) : 0.0f;
-    float sum = __shfl_sync(MLP_FULL_WARP, reduce_warp_sum(e), 0);
-    float zlabel = __shfl_sync(MLP_FULL_WARP, z, label);
+    float sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
+    float zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
     if (lane == 0) {
         atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
         if (correct && best == label) atomicAdd(correct, 1);
