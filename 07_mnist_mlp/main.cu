@@ -259,7 +259,6 @@ typedef struct {
     const IdxDataset *train_host;
     unsigned char *pixels, *labels, *test_pixels, *test_labels;
     int *order, *test_order, *h_order, *h_next_order; /* this epoch's order, the next one's */
-    int next_order_drawn;
     Rng shuffle_rng;
     /* parameters, velocity, gradient (unfused only) */
     float *params, *vel, *grad;
@@ -337,6 +336,16 @@ static double trainer_bytes(int hidden, int batch, int n_train, int n_test)
     return act + par + data + (double)hidden * MLP_CLASSES * sizeof(float);
 }
 
+/* The next epoch's batch order: this one shuffled again (one continuing stream, as in
+ * torch_reference.py). trainer_create draws the first epoch's; run_epoch draws each next
+ * one on the CPU while the GPU trains on the current epoch (a few tenths of a ms for
+ * 60,000 images). */
+static void draw_next_order(Trainer *t)
+{
+    memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
+    mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
+}
+
 static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train, int n_train,
                            const IdxDataset *test, int hidden, int batch, float mean, float std,
                            unsigned long long seed)
@@ -376,6 +385,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     CUDA_CHECK(cudaMallocHost(&t->h_next_order, (size_t)n_train * sizeof(int)));
     for (int i = 0; i < n_train; i++) t->h_order[i] = i;
     CUDA_CHECK(cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
+    draw_next_order(t);
     t->params = (float *)dalloc(pb);
     t->vel = (float *)dalloc(pb);
     t->x = (float *)dalloc(bx);
@@ -629,25 +639,12 @@ typedef struct {
     int diverged_step;   /* -1 if every step's loss was finite */
 } EpochResult;
 
-/* The next epoch's batch order: this one shuffled again (one continuing stream, as in
- * torch_reference.py). run_epoch draws it on the CPU while the GPU trains on the current
- * epoch, so only the first epoch waits for its shuffle (a few tenths of a ms for 60,000
- * images). */
-static void draw_next_order(Trainer *t)
-{
-    memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
-    mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
-    t->next_order_drawn = 1;
-}
-
 /* Makes the next order this epoch's, on the host and (copied) on the GPU. */
 static void begin_epoch_order(Trainer *t)
 {
-    if (!t->next_order_drawn) draw_next_order(t);
     int *current = t->h_next_order;
     t->h_next_order = t->h_order;
     t->h_order = current;
-    t->next_order_drawn = 0;
     CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
                                cudaStreamPerThread));
 }
