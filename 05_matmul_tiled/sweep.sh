@@ -7,7 +7,8 @@
 # slices on/off) it rebuilds the chapter with
 # -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes,
 # times it at 2048^3 and 4096^3 next to cuBLAS, and appends one row per size to OUT.
-# The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults (kernels.cuh).
+# The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults
+# (sgemm_pipelined.cuh).
 set -u -o pipefail
 cd "$(dirname "$0")"
 OUT=${1:-sweep_results.csv}

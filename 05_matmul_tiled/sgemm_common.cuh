@@ -1,0 +1,96 @@
+/* Chapter 05, what every version of the fp32 ladder shares: the launcher type of the
+ * contract (see kernels.cuh), the alpha/beta epilogue, the tile count of a shape, the two
+ * device queries the launchers and sgemm_best ask (SM count, shared memory per block), and
+ * the 16-byte load and store helpers of steps 6-10. */
+#ifndef CH05_SGEMM_COMMON_CUH
+#define CH05_SGEMM_COMMON_CUH
+
+#include <stdint.h>
+
+#include "common/cuda_utils.cuh"
+
+typedef void (*SgemmLauncher)(int M, int N, int K, float alpha, const float *A, const float *B,
+                              float beta, float *C);
+
+static inline int sgemm_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* The epilogue of every version. beta == 0 must not read C: 0 * NaN would be NaN. */
+__device__ __forceinline__ float sgemm_axpby(float alpha, float acc, float beta, const float *c)
+{
+    return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+}
+
+static inline int sgemm_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* How many bm x bn tiles cover an M x N C. */
+static inline long long sgemm_blocks(int M, int N, int bm, int bn)
+{
+    return (long long)sgemm_ceil_div(M, bm) * sgemm_ceil_div(N, bn);
+}
+
+static inline int sgemm_sm_count(void)
+{
+    static int sms = 0;
+    if (sms == 0) {
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    return sms;
+}
+
+/* The most shared memory one block may use on this GPU once it opts in: 227 KB on
+ * Hopper, 163 KB on the A100, about 99 KB on most GeForce cards. */
+static inline int sgemm_smem_limit(void)
+{
+    static int limit = 0;
+    if (limit == 0) {
+        int dev;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    }
+    return limit;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Helpers of the vectorized versions. A float4 of A (4 consecutive k of one row m) or of B
+ * (4 consecutive n of one row k) is read with one 16-byte load when it lies inside the
+ * matrix and the rows allow it (vec: row length % 4 == 0 and a 16-byte aligned base);
+ * otherwise element by element, zeros outside the matrix. */
+__device__ __forceinline__ float4 sgemm_load4(const float *base, int row, int col, int rows,
+                                              int cols, bool vec)
+{
+    const float *p = base + (size_t)row * cols + col;
+    if (row >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (vec && col + 3 < cols) return *(const float4 *)p;
+    float4 v;
+    v.x = col < cols ? p[0] : 0.0f;
+    v.y = col + 1 < cols ? p[1] : 0.0f;
+    v.z = col + 2 < cols ? p[2] : 0.0f;
+    v.w = col + 3 < cols ? p[3] : 0.0f;
+    return v;
+}
+
+/* Writes alpha*acc + beta*C for 4 neighbouring outputs of row m starting at column n:
+ * one 16-byte load/store when allowed, else element by element inside the matrix. */
+__device__ __forceinline__ void sgemm_store4(float *C, int m, int n, int M, int N, bool vec,
+                                             float alpha, float beta, const float *acc)
+{
+    if (m >= M) return;
+    float *c = C + (size_t)m * N + n;
+    if (vec && n + 3 < N) {
+        float4 v = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
+        if (beta != 0.0f) {
+            float4 old = *(const float4 *)c;
+            v.x += beta * old.x;
+            v.y += beta * old.y;
+            v.z += beta * old.z;
+            v.w += beta * old.w;
+        }
+        *(float4 *)c = v;
+        return;
+    }
+    for (int q = 0; q < 4 && n + q < N; q++) c[q] = sgemm_axpby(alpha, acc[q], beta, c + q);
+}
+
+#endif

@@ -1,0 +1,416 @@
+/* Chapter 05, steps 9-10 of the fp32 ladder: double_buffer, hopper and hopper_small, three
+ * configurations of one kernel. In order: the cp.async copies and the per-thread copy plan,
+ * the two main loops (a ring of STAGES slices; the same ring with the fragments of the next
+ * k step prefetched), the epilogues (a plain store, and the atomic adds split-K uses), the
+ * kernel and its launch, the configurations (the sweep's SGEMM_TUNED_* values, which
+ * sweep.sh overrides with -D) and the three launchers. The split-K launchers that use the
+ * same kernel are in sgemm_splitk.cuh. */
+#ifndef CH05_SGEMM_PIPELINED_CUH
+#define CH05_SGEMM_PIPELINED_CUH
+
+#include "common/cuda_utils.cuh"
+#include "sgemm_common.cuh"
+#include "sgemm_warptile.cuh"
+
+/* ---------------------------------------------------------------------------------------
+ * cp.async (sm_80+): a copy from global to shared memory that does not pass through
+ * registers and does not block the thread; commit_group / wait_group say which copies
+ * must have landed. src_bytes < size fills the rest with zeros: the edge path. */
+__device__ __forceinline__ void sgemm_cp_async4(float *dst, const float *src)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
+}
+
+/* valid == false copies nothing and writes a zero (src must still be a valid address). */
+__device__ __forceinline__ void sgemm_cp_async4_zfill(float *dst, const float *src, bool valid)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+                 "r"(valid ? 4 : 0));
+}
+
+__device__ __forceinline__ void sgemm_cp_async16(float *dst, const float *src)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
+}
+
+__device__ __forceinline__ void sgemm_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N>
+__device__ __forceinline__ void sgemm_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* What one thread copies, worked out once per block: the copies of a slice then cost a
+ * few adds and compares, not a recomputed index each (steps 1-8 recompute everything in
+ * the loop; at 512 FMAs a slice that overhead is a visible share of the instructions). */
+typedef struct {
+    const float *a_src, *b_src;  /* this thread's first A and B element of the slice at k = 0 */
+    size_t a_step, b_step;       /* between this thread's successive copies: rows of A, of B */
+    int a_dst, b_dst;            /* their offsets inside a stage */
+    int a_k, b_k;                /* their k within the slice */
+    int b_col;                   /* the first of this thread's 4 columns of B */
+    unsigned a_rows_ok;          /* bit l: copy l of A lies on a row < M */
+    bool a_rows_all;             /* all of them do */
+    bool b_fast;                 /* this thread's B columns are inside N and 16-byte copyable */
+} SgemmCopyPlan;
+
+template <typename Cfg>
+__device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const float *B, int M,
+                                                         int N, int K, int m0, int n0, bool b_vec)
+{
+    constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;        /* rows of A covered per copy round */
+    constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4);  /* rows of B covered per copy round */
+    constexpr int A_COPIES = Cfg::BM / A_ROWS;
+    int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    SgemmCopyPlan p;
+    /* A: each warp copies an 8 (k) x 4 (m) block per round, lane -> (k = lane % 8, m = lane / 8). */
+    p.a_k = (warp % (Cfg::BK / 8)) * 8 + lane % 8;
+    int am = (warp / (Cfg::BK / 8)) * 4 + lane / 8;
+    int bn = (tid % (Cfg::BN / 4)) * 4;
+    p.b_k = tid / (Cfg::BN / 4);
+    p.a_src = A + (size_t)(m0 + am) * K + p.a_k;
+    p.b_src = B + (size_t)p.b_k * N + n0 + bn;
+    p.a_step = (size_t)A_ROWS * K;
+    p.b_step = (size_t)B_ROWS * N;
+    p.a_dst = p.a_k * Cfg::AS + am;
+    p.b_dst = Cfg::BK * Cfg::AS + p.b_k * Cfg::BN + bn;
+    p.a_rows_ok = 0;
+    for (int l = 0; l < A_COPIES; l++)
+        if (m0 + am + l * A_ROWS < M) p.a_rows_ok |= 1u << l;
+    p.a_rows_all = p.a_rows_ok == (A_COPIES == 32 ? ~0u : (1u << A_COPIES) - 1u);
+    p.b_col = n0 + bn;
+    p.b_fast = b_vec && p.b_col + 3 < N;
+    return p;
+}
+
+/* Starts the copies of the BK-slice at k0 into one stage. A goes element by element
+ * (4-byte copies), since each lands transposed. A warp copies 8 neighbouring k of 4 rows
+ * per round: the reads are four full 32-byte sectors, and the 32 stores land in 32
+ * different banks (row k of As starts 4k banks further, rows m add m), for any BK.
+ * B goes in 16-byte copies where it can. Only the last slice of K and the blocks on the
+ * edges of C take the checked copies. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_load_stage_async(float *stage, const SgemmCopyPlan &p,
+                                                       const float *A, const float *B, int N,
+                                                       int K, int k0)
+{
+    constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;
+    constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4);
+    constexpr int A_COPIES = Cfg::BM / A_ROWS;
+    constexpr int B_COPIES = Cfg::BK / B_ROWS;
+    bool k_full = k0 + Cfg::BK <= K;
+    if (k_full && p.a_rows_all) {
+#pragma unroll
+        for (int l = 0; l < A_COPIES; l++)
+            sgemm_cp_async4(stage + p.a_dst + l * A_ROWS, p.a_src + l * p.a_step + k0);
+    } else {
+        bool a_k_ok = k_full || k0 + p.a_k < K;
+#pragma unroll
+        for (int l = 0; l < A_COPIES; l++) {
+            bool ok = a_k_ok && ((p.a_rows_ok >> l) & 1u);
+            const float *src = p.a_src + l * p.a_step + k0;
+            sgemm_cp_async4_zfill(stage + p.a_dst + l * A_ROWS, ok ? src : A, ok);
+        }
+    }
+    if (k_full && p.b_fast) {
+#pragma unroll
+        for (int l = 0; l < B_COPIES; l++)
+            sgemm_cp_async16(stage + p.b_dst + l * B_ROWS * Cfg::BN,
+                             p.b_src + l * p.b_step + (size_t)k0 * N);
+        return;
+    }
+#pragma unroll
+    for (int l = 0; l < B_COPIES; l++) {
+        const float *src = p.b_src + l * p.b_step + (size_t)k0 * N;
+        float *dst = stage + p.b_dst + l * B_ROWS * Cfg::BN;
+        bool k_ok = k_full || k0 + p.b_k + l * B_ROWS < K;
+        if (p.b_fast && k_ok) {
+            sgemm_cp_async16(dst, src);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                bool ok = k_ok && p.b_col + q < N;
+                sgemm_cp_async4_zfill(dst + q, ok ? src + q : B, ok);
+            }
+        }
+    }
+}
+
+/* The main loop of steps 9 and 10: STAGES shared-memory slices in a ring. While the warps
+ * multiply slice kt, the copies of slices up to kt + STAGES - 1 are in flight, so the load
+ * latency hides behind the FMAs, and one __syncthreads per slice suffices: the slice being
+ * overwritten was finished by every warp before the barrier at the top of this iteration. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan &plan,
+                                               const float *A, const float *B, int N, int K,
+                                               int k_first, int tiles,
+                                               float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
+{
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES - 1; s++) {
+        if (s < tiles)
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + s * Cfg::BK);
+        sgemm_cp_async_commit();
+    }
+    int read_stage = 0, write_stage = Cfg::STAGES - 1;
+    for (int kt = 0; kt < tiles; kt++) {
+        sgemm_cp_async_wait<Cfg::STAGES - 2>();
+        __syncthreads();
+        int next = kt + Cfg::STAGES - 1;
+        if (next < tiles)
+            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + next * Cfg::BK);
+        sgemm_cp_async_commit();
+        const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
+        sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
+        read_stage = read_stage + 1 == Cfg::STAGES ? 0 : read_stage + 1;
+        write_stage = write_stage + 1 == Cfg::STAGES ? 0 : write_stage + 1;
+    }
+}
+
+/* One k step's fragments: TM values of A and TN of B from shared memory into registers. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, int row, int col,
+                                                     float (&a)[Cfg::TM], float (&b)[Cfg::TN])
+{
+    const float *As = stage, *Bs = stage + Cfg::BK * Cfg::AS;
+#pragma unroll
+    for (int i = 0; i < Cfg::TM / 4; i++)
+        *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + row + i * Cfg::WTR * 4];
+#pragma unroll
+    for (int j = 0; j < Cfg::TN / 4; j++)
+        *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + col + j * Cfg::WTC * 4];
+}
+
+/* The same ring, software-pipelined one k step deep across slice boundaries: the fragments
+ * of step k + 1 are loaded while step k's FMAs run, and the barrier moves to the last step
+ * of a slice, so that the first fragments of slice kt + 1 load during the last FMAs of
+ * slice kt. The plain loop above waits for them right after its barrier (ncu: "short
+ * scoreboard" stalls on the first FMAs of each slice). Costs TM + TN registers. Here all
+ * STAGES slices are filled before the loop, and slice kt's buffer is refilled (with slice
+ * kt + STAGES) once its last fragments are in registers. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const SgemmCopyPlan &plan,
+                                                         const float *A, const float *B, int N,
+                                                         int K, int k_first, int tiles,
+                                                         float (&acc)[Cfg::TM][Cfg::TN], int row,
+                                                         int col)
+{
+#pragma unroll
+    for (int s = 0; s < Cfg::STAGES; s++) {
+        if (s < tiles)
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+                                        k_first + s * Cfg::BK);
+        sgemm_cp_async_commit();
+    }
+    sgemm_cp_async_wait<Cfg::STAGES - 1>();
+    __syncthreads();
+    float a[2][Cfg::TM], b[2][Cfg::TN];
+    sgemm_load_fragments<Cfg>(smem, 0, row, col, a[0], b[0]);
+    int stage = 0;
+    for (int kt = 0; kt < tiles; kt++) {
+        const float *cur = smem + stage * Cfg::STAGE_FLOATS;
+        int next_stage = stage + 1 == Cfg::STAGES ? 0 : stage + 1;
+#pragma unroll
+        for (int k = 0; k < Cfg::BK; k++) {
+            if (k == Cfg::BK - 1) {
+                sgemm_cp_async_wait<Cfg::STAGES - 2>(); /* slice kt + 1 has landed */
+                __syncthreads();                        /* and nobody reads slice kt any more */
+                if (kt + Cfg::STAGES < tiles)
+                    sgemm_load_stage_async<Cfg>(smem + stage * Cfg::STAGE_FLOATS, plan, A, B, N,
+                                                K, k_first + (kt + Cfg::STAGES) * Cfg::BK);
+                sgemm_cp_async_commit();
+                if (kt + 1 < tiles)
+                    sgemm_load_fragments<Cfg>(smem + next_stage * Cfg::STAGE_FLOATS, 0, row, col,
+                                              a[(k + 1) % 2], b[(k + 1) % 2]);
+            } else {
+                sgemm_load_fragments<Cfg>(cur, k + 1, row, col, a[(k + 1) % 2], b[(k + 1) % 2]);
+            }
+#pragma unroll
+            for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+                for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[k % 2][i] * b[k % 2][j];
+        }
+        stage = next_stage;
+    }
+}
+
+/* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, float alpha,
+                                                      float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++) {
+        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < Cfg::TN; j++) {
+            int c = n + (j / 4) * Cfg::WTC * 4 + j % 4;
+            if (c < N) atomicAdd(C + (size_t)r * N + c, alpha * acc[i][j]);
+        }
+    }
+}
+
+/* sm_90 adds four neighbouring floats with one vector atomic (red.global.add.v4.f32): a
+ * quarter of the atomic operations. Older GPUs add them one by one. p is 16-byte aligned. */
+__device__ __forceinline__ void sgemm_atomic_add4(float *p, float4 v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd((float4 *)p, v);
+#else
+    atomicAdd(p, v.x);
+    atomicAdd(p + 1, v.y);
+    atomicAdd(p + 2, v.z);
+    atomicAdd(p + 3, v.w);
+#endif
+}
+
+/* The same with 16-byte atomics where C's rows allow them (c_vec), element by element
+ * on the right edge of C. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, float alpha,
+                                                       bool c_vec,
+                                                       float (&acc)[Cfg::TM][Cfg::TN], int m,
+                                                       int n)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++) {
+        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
+        if (r >= M) continue;
+#pragma unroll
+        for (int j = 0; j < Cfg::TN / 4; j++) {
+            int c = n + j * Cfg::WTC * 4;
+            float *p = C + (size_t)r * N + c;
+            const float *a = &acc[i][4 * j];
+            if (c_vec && c + 3 < N) {
+                sgemm_atomic_add4(p, make_float4(alpha * a[0], alpha * a[1], alpha * a[2],
+                                                 alpha * a[3]));
+            } else {
+                for (int q = 0; q < 4 && c + q < N; q++) atomicAdd(p + q, alpha * a[q]);
+            }
+        }
+    }
+}
+
+/* How a block leaves its tile: stored with alpha and beta, or (split-K) added into C. */
+enum { SGEMM_EPI_STORE, SGEMM_EPI_ATOMIC, SGEMM_EPI_ATOMIC4 };
+
+/* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): the pipelined main
+ * loop above and the warp-tiled epilogue. With an atomic EPI, block z multiplies only
+ * slices [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C
+ * with atomics (sgemm_splitk and sgemm_splitk_8x8 in sgemm_splitk.cuh). */
+template <typename Cfg, int EPI>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
+    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+    bool b_vec, bool c_vec, int split_tiles)
+{
+    extern __shared__ float4 sgemm_dynamic_smem[];
+    float *smem = (float *)sgemm_dynamic_smem;
+    int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
+    int row, col;
+    sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
+    SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, K, m0, n0, b_vec);
+    int tiles = (K + Cfg::BK - 1) / Cfg::BK, k_first = 0;
+    if (EPI != SGEMM_EPI_STORE) {
+        k_first = blockIdx.z * split_tiles * Cfg::BK;
+        tiles = min(split_tiles, tiles - blockIdx.z * split_tiles);
+    }
+    float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
+    if (Cfg::FRAG_PIPE)
+        sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
+    else
+        sgemm_mainloop<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
+    if (EPI == SGEMM_EPI_ATOMIC)
+        sgemm_tile_atomic_add<Cfg>(C, M, N, alpha, acc, m0 + row, n0 + col);
+    else if (EPI == SGEMM_EPI_ATOMIC4)
+        sgemm_tile_atomic_add4<Cfg>(C, M, N, alpha, c_vec, acc, m0 + row, n0 + col);
+    else
+        sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
+}
+
+/* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums). */
+__global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+}
+
+/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each, whose
+ * partial products meet in C through atomics of kind SPLIT_EPI. C first becomes beta * C
+ * in a launch of its own, except (SGEMM_EPI_ATOMIC4 only) when beta == 1: then C already
+ * is beta * C and the atomics can add into it as it stands. */
+template <typename Cfg, int SPLIT_EPI = SGEMM_EPI_ATOMIC>
+static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
+                                          const float *B, float beta, float *C, int splits)
+{
+    static bool smem_set = false; /* once per configuration */
+    if (!smem_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        Cfg::SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SPLIT_EPI>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        Cfg::SMEM_BYTES));
+        smem_set = true;
+    }
+    int tiles = sgemm_ceil_div(K, Cfg::BK);
+    int split_tiles = sgemm_ceil_div(tiles, splits);
+    splits = sgemm_ceil_div(tiles, split_tiles); /* no empty layer */
+    dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM), splits);
+    bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
+    bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
+    if (splits == 1) {
+        sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, tiles);
+    } else {
+        if (!(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f)) {
+            size_t n = (size_t)M * N;
+            sgemm_scale_kernel<<<(int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256>>>(
+                C, n, beta);
+            CHECK_LAUNCH();
+        }
+        sgemm_pipelined_kernel<Cfg, SPLIT_EPI><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, split_tiles);
+    }
+    CHECK_LAUNCH();
+}
+
+/* The sweep's winner on an H200; sweep.sh overrides it with -DSGEMM_TUNED_BM=... */
+#ifndef SGEMM_TUNED_BM
+#define SGEMM_TUNED_BM 128
+#define SGEMM_TUNED_BN 256
+#define SGEMM_TUNED_BK 32
+#define SGEMM_TUNED_TM 8
+#define SGEMM_TUNED_TN 16
+#define SGEMM_TUNED_WTR 8
+#define SGEMM_TUNED_STAGES 3
+#define SGEMM_TUNED_FRAG_PIPE 1
+#endif
+typedef SgemmConfig<SGEMM_TUNED_BM, SGEMM_TUNED_BN, SGEMM_TUNED_BK, SGEMM_TUNED_TM, SGEMM_TUNED_TN,
+                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES, SGEMM_TUNED_FRAG_PIPE> SgemmHopperCfg;
+/* 64x64 tiles, 4x4 per thread, 256 threads: four times the blocks of a 128x128 tile. */
+typedef SgemmConfig<64, 64, 16, 4, 4, 8, 2> SgemmSmallCfg;
+
+static inline void sgemm_double_buffer(int M, int N, int K, float alpha, const float *A,
+                                       const float *B, float beta, float *C)
+{
+    sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C, 1);
+}
+
+static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A,
+                                const float *B, float beta, float *C)
+{
+    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, beta, C, 1);
+}
+
+static inline void sgemm_hopper_small(int M, int N, int K, float alpha, const float *A,
+                                      const float *B, float beta, float *C)
+{
+    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, 1);
+}
+
+#endif

@@ -1,0 +1,157 @@
+/* Chapter 05, step 8 of the fp32 ladder: warptile. Also the parameterized tile that steps
+ * 8-10 and split-K share: SgemmConfig, the warp-tiled thread layout, the inner product of
+ * one K slice and the epilogue, and SgemmWarptileCfg (step 8's tiles, reused by step 9). */
+#ifndef CH05_SGEMM_WARPTILE_CUH
+#define CH05_SGEMM_WARPTILE_CUH
+
+#include "common/cuda_utils.cuh"
+#include "sgemm_common.cuh"
+
+/* ---------------------------------------------------------------------------------------
+ * Steps 8-10 share one parameterized tile. A block computes BM x BN of C with K in steps
+ * of BK. Its warps split the block tile into WARPS_M x WARPS_N warp tiles of WM x WN; the
+ * 32 threads of a warp form a WTR x WTC grid, and each thread owns a TM x TN tile made of
+ * (TM/4) x (TN/4) sub-tiles of 4x4, one in each repetition of the warp's grid:
+ *
+ *      warp tile (WTR = 4, WTC = 8, TM = TN = 8):   columns: 8 threads x 4, twice
+ *        rows   +----+----+-- ... --+----+----+-- ... --+
+ *        4 x 4  | t0 | t1 |   ...   | t0 | t1 |   ...   |   thread t0's 8x8 tile is
+ *               | t8 | t9 |         | t8 | t9 |         |   the four 4x4 boxes marked t0
+ *         twice |... |    |         |    |    |         |
+ *               +----+----+-- ... --+----+----+-- ... --+
+ *
+ * So per k the threads of a warp read WTC neighbouring float4 of B (and WTR of A): each
+ * 16-byte shared load is a contiguous, conflict-free 128-byte (or 64-byte) run, and the
+ * warp's footprint in shared memory is small. As is [k][BM + 4]: transposed and padded. */
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int WTR_, int STAGES_, int FRAG_PIPE_ = 0>
+struct SgemmConfig {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, STAGES = STAGES_;
+    static constexpr bool FRAG_PIPE = FRAG_PIPE_ != 0; /* see sgemm_mainloop_frag_pipe */
+    static constexpr int WTR = WTR_, WTC = 32 / WTR_;
+    static constexpr int WM = TM * WTR, WN = TN * WTC;
+    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int AS = BM + 4; /* row length of the transposed, padded A tile */
+    static constexpr int STAGE_FLOATS = BK * (AS + BN);
+    static constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * (int)sizeof(float);
+    /* Blocks per SM asked of the register allocator: about TM*TN + 64 registers a thread. */
+    static constexpr int MIN_BLOCKS_RAW = 65536 / (THREADS * (TM * TN + 64));
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_RAW < 1 ? 1 : MIN_BLOCKS_RAW;
+    static_assert(WTR * WTC == 32 && TM % 4 == 0 && TN % 4 == 0, "thread layout");
+    static_assert(BM % WM == 0 && BN % WN == 0 && BK % 4 == 0, "tile sizes");
+    static_assert((BM * BK) % (4 * THREADS) == 0 && (BK * BN) % (4 * THREADS) == 0, "loads");
+    static_assert(BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0 && THREADS % (BN / 4) == 0 &&
+                  BM * BK / THREADS <= 32, "copy plan");
+    static_assert(STAGES >= 2, "stages");
+};
+
+/* The inner product of one BK-slice: per k, TM/4 + TN/4 16-byte shared loads feed TM*TN
+ * FMAs. Fully unrolled, so the compiler can load k+1's fragments during k's FMAs. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_multiply(const float *As, const float *Bs,
+                                                    float (&acc)[Cfg::TM][Cfg::TN], int a_off,
+                                                    int b_off)
+{
+    float a[Cfg::TM], b[Cfg::TN];
+#pragma unroll
+    for (int k = 0; k < Cfg::BK; k++) {
+#pragma unroll
+        for (int i = 0; i < Cfg::TM / 4; i++)
+            *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + a_off + i * Cfg::WTR * 4];
+#pragma unroll
+        for (int j = 0; j < Cfg::TN / 4; j++)
+            *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + b_off + j * Cfg::WTC * 4];
+#pragma unroll
+        for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+            for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[i] * b[j];
+    }
+}
+
+/* Where this thread's first sub-tile starts inside the block tile. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_thread_origin(int tid, int *row, int *col)
+{
+    int warp = tid / 32, lane = tid % 32;
+    *row = (warp / Cfg::WARPS_N) * Cfg::WM + (lane / Cfg::WTC) * 4;
+    *col = (warp % Cfg::WARPS_N) * Cfg::WN + (lane % Cfg::WTC) * 4;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float alpha, float beta,
+                                                 bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
+                                                 int m, int n)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+        for (int j = 0; j < Cfg::TN / 4; j++)
+            sgemm_store4(C, m + (i / 4) * Cfg::WTR * 4 + i % 4, n + j * Cfg::WTC * 4, M, N, c_vec,
+                         alpha, beta, &acc[i][4 * j]);
+}
+
+/* 8. warptile: step 7's loads (global -> registers -> transposed, padded shared tile) with
+ * the warp-tiled thread layout above: shared loads without conflicts, and each warp reads
+ * a compact WM x BK and BK x WN footprint. */
+template <typename Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_warptile_kernel(
+    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+    bool a_vec, bool b_vec, bool c_vec)
+{
+    __shared__ __align__(16) float As[Cfg::BK * Cfg::AS];
+    __shared__ __align__(16) float Bs[Cfg::BK * Cfg::BN];
+    constexpr int A_LOADS = Cfg::BM * Cfg::BK / 4 / Cfg::THREADS;
+    constexpr int B_LOADS = Cfg::BK * Cfg::BN / 4 / Cfg::THREADS;
+    int tid = threadIdx.x;
+    int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
+    int row, col;
+    sgemm_thread_origin<Cfg>(tid, &row, &col);
+    float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
+    for (int k0 = 0; k0 < K; k0 += Cfg::BK) {
+#pragma unroll
+        for (int l = 0; l < A_LOADS; l++) {
+            int idx = tid + l * Cfg::THREADS;
+            int m = idx / (Cfg::BK / 4), k = (idx % (Cfg::BK / 4)) * 4;
+            float4 v = sgemm_load4(A, m0 + m, k0 + k, M, K, a_vec);
+            As[(k + 0) * Cfg::AS + m] = v.x;
+            As[(k + 1) * Cfg::AS + m] = v.y;
+            As[(k + 2) * Cfg::AS + m] = v.z;
+            As[(k + 3) * Cfg::AS + m] = v.w;
+        }
+#pragma unroll
+        for (int l = 0; l < B_LOADS; l++) {
+            int idx = tid + l * Cfg::THREADS;
+            int k = idx / (Cfg::BN / 4), n = (idx % (Cfg::BN / 4)) * 4;
+            float4 v = sgemm_load4(B, k0 + k, n0 + n, K, N, b_vec);
+            *(float4 *)&Bs[k * Cfg::BN + n] = v;
+        }
+        __syncthreads();
+        sgemm_tile_multiply<Cfg>(As, Bs, acc, row, col);
+        __syncthreads();
+    }
+    sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
+}
+
+template <typename Cfg>
+static inline void sgemm_warptile_launch(int M, int N, int K, float alpha, const float *A,
+                                         const float *B, float beta, float *C)
+{
+    dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM));
+    bool a_vec = K % 4 == 0 && sgemm_aligned16(A);
+    bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
+    bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
+    sgemm_warptile_kernel<Cfg><<<grid, Cfg::THREADS>>>(M, N, K, alpha, A, B, beta, C, a_vec,
+                                                       b_vec, c_vec);
+    CHECK_LAUNCH();
+}
+
+/* 128x128 tiles, BK = 8, 8 warps of 32x64, 8x8 per thread (64 accumulators). */
+typedef SgemmConfig<128, 128, 8, 8, 8, 4, 2> SgemmWarptileCfg;
+
+static inline void sgemm_warptile(int M, int N, int K, float alpha, const float *A,
+                                  const float *B, float beta, float *C)
+{
+    sgemm_warptile_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C);
+}
+
+#endif
