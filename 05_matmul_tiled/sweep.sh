@@ -52,7 +52,7 @@ for cfg in $CONFIGS; do
         echo "$cfg: build failed"; tail -n 3 "$BUILD/build_$tag.log"
         echo "$LABEL,\"$cfg\",,,,,,build_failed" >> "$OUT"; continue
     fi
-    mangled="pipelined_kernelI11SgemmConfigILi${cfg//,/ELi}EELb0E"
+    mangled="pipelined_kernelI11SgemmConfigILi${cfg//,/ELi}EELi0E"  # EPI = SGEMM_EPI_STORE
     regs=$(grep -A2 "$mangled" "$BUILD/build_$tag.log" | grep -o 'Used [0-9]* registers' | \
            head -n 1 | grep -o '[0-9]*')
     check=pass
