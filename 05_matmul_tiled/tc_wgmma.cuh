@@ -1,10 +1,11 @@
 /* Chapter 05, part two, Hopper: wgmma with operands loaded by TMA (sm_90a only).
  *
- *   tc_wgmma_<t>             the copy engine (TMA) loads 128x64-byte... tiles of A and Bt into
- *                            shared memory, 4 stages deep, each stage's arrival signalled on an
- *                            mbarrier; two warpgroups each issue wgmma.mma_async on their 64
- *                            rows of a 128x128 tile of C. Everyone waits for the tensor cores
- *                            and meets at a block barrier before a stage is refilled.
+ *   tc_wgmma_<t>             the copy engine (TMA) loads K-slices of 128 bytes (64 bf16, 32
+ *                            tf32) of A and Bt into shared memory, 4 stages deep, each stage's
+ *                            arrival signalled on an mbarrier; two warpgroups each issue
+ *                            wgmma.mma_async on their 64 rows of a 128x128 tile of C. Everyone
+ *                            waits for the tensor cores and meets at a block barrier before a
+ *                            stage is refilled.
  *   tc_wgmma_ws_<t>          warp specialization: a third warpgroup only issues TMA copies
  *                            (one thread), the two others only issue wgmma; stages are handed
  *                            back through "empty" mbarriers, so no block barrier remains and

@@ -1,0 +1,50 @@
+/* Chapter 05, part two: tc_best_bf16 and tc_best_tf32, the tensor-core versions to call
+ * (chapter 07's tensor-core trainers do). Same contract as every tensor-core version
+ * (tc_common.cuh). They pick:
+ *   - on a Hopper GPU with an sm_90a build, when TMA can describe A and Bt (16-byte row
+ *     strides and bases): tc_wgmma_persistent when the 128x256 tiles make at least a wave
+ *     (one tile per SM), else tc_wgmma_splitk (64x128 tiles, K split to fill the SMs);
+ *   - everywhere else (an older GPU, or K not a multiple of 8 for bf16 / 4 for tf32, or an
+ *     unaligned pointer): tc_mma_pipeline, which takes any shape. */
+#ifndef CH05_TC_BEST_CUH
+#define CH05_TC_BEST_CUH
+
+#include "tc_mma.cuh"
+#include "tc_wgmma.cuh"
+
+/* Whether the Hopper path applies to this call (see above). */
+template <typename T>
+static inline bool tc_use_wgmma(int K, const T *A, const T *Bt)
+{
+    return !tc_wgmma_unavailable() && !tc_tma_refusal(K, sizeof(T), A, Bt);
+}
+
+/* One 128x256 tile per SM or more: the persistent kernel keeps every SM busy. */
+static inline bool tc_big_tiles_fill(int M, int N)
+{
+    return (long long)tc_ceil_div(M, 128) * tc_ceil_div(N, 256) >= tc_sm_count();
+}
+
+static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
+                                float *C)
+{
+    if (!tc_use_wgmma(K, A, Bt))
+        tc_mma_pipeline_bf16(M, N, K, alpha, A, Bt, beta, C);
+    else if (tc_big_tiles_fill(M, N))
+        tc_wgmma_persistent_bf16(M, N, K, alpha, A, Bt, beta, C);
+    else
+        tc_wgmma_splitk_bf16(M, N, K, alpha, A, Bt, beta, C);
+}
+
+static inline void tc_best_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
+                                float beta, float *C)
+{
+    if (!tc_use_wgmma(K, A, Bt))
+        tc_mma_pipeline_tf32(M, N, K, alpha, A, Bt, beta, C);
+    else if (tc_big_tiles_fill(M, N))
+        tc_wgmma_persistent_tf32(M, N, K, alpha, A, Bt, beta, C);
+    else
+        tc_wgmma_splitk_tf32(M, N, K, alpha, A, Bt, beta, C);
+}
+
+#endif
