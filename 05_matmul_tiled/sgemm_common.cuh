@@ -1,7 +1,7 @@
 /* Chapter 05, what every version of the fp32 ladder shares: the launcher type of the
  * contract (see kernels.cuh), the alpha/beta epilogue, the tile count of a shape, the two
  * device queries the launchers and sgemm_best ask (SM count, shared memory per block), and
- * the 16-byte load and store helpers of steps 6-10. */
+ * the 16-byte load and store helpers of steps 6-10, and the C = beta * C pass of split-K. */
 #ifndef CH05_SGEMM_COMMON_CUH
 #define CH05_SGEMM_COMMON_CUH
 
@@ -21,6 +21,22 @@ __device__ __forceinline__ float sgemm_axpby(float alpha, float acc, float beta,
 }
 
 static inline int sgemm_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums): what a
+ * split-K launch does to C before its partial products are added into it. */
+__global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+}
+
+static inline void sgemm_scale(float *C, size_t n, float beta)
+{
+    size_t blocks = (n + 255) / 256;
+    sgemm_scale_kernel<<<(int)(blocks < 1024 ? blocks : 1024), 256>>>(C, n, beta);
+    CHECK_LAUNCH();
+}
 
 /* How many bm x bn tiles cover an M x N C. */
 static inline long long sgemm_blocks(int M, int N, int bm, int bn)

@@ -331,14 +331,6 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
 }
 
-/* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums). */
-__global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
-}
-
 /* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each, whose
  * partial products meet in C through atomics of kind SPLIT_EPI. C first becomes beta * C
  * in a launch of its own, except (SGEMM_EPI_ATOMIC4 only) when beta == 1: then C already
@@ -367,12 +359,7 @@ static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, cons
         sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
             M, N, K, alpha, A, B, beta, C, b_vec, c_vec, tiles);
     } else {
-        if (!(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f)) {
-            size_t n = (size_t)M * N;
-            sgemm_scale_kernel<<<(int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256>>>(
-                C, n, beta);
-            CHECK_LAUNCH();
-        }
+        if (!(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f)) sgemm_scale(C, (size_t)M * N, beta);
         sgemm_pipelined_kernel<Cfg, SPLIT_EPI><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
             M, N, K, alpha, A, B, beta, C, b_vec, c_vec, split_tiles);
     }

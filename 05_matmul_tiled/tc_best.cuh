@@ -22,7 +22,7 @@ static inline bool tc_use_wgmma(int K, const T *A, const T *Bt)
 /* One 128x256 tile per SM or more: the persistent kernel keeps every SM busy. */
 static inline bool tc_big_tiles_fill(int M, int N)
 {
-    return (long long)tc_ceil_div(M, 128) * tc_ceil_div(N, 256) >= tc_sm_count();
+    return (long long)sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256) >= sgemm_sm_count();
 }
 
 static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,

@@ -21,7 +21,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "common/cuda_utils.cuh"
+#include "sgemm_common.cuh" /* ceil_div, aligned16, sm_count, the beta * C pass */
 
 typedef __nv_bfloat16 bf16;
 
@@ -30,37 +30,11 @@ typedef void (*TcBf16Launcher)(int M, int N, int K, float alpha, const bf16 *A, 
 typedef void (*TcTf32Launcher)(int M, int N, int K, float alpha, const float *A, const float *Bt,
                                float beta, float *C);
 
-static inline int tc_ceil_div(int a, int b) { return (a + b - 1) / b; }
-static inline int tc_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
-/* C = beta * C, or C = 0 when beta == 0 (so NaN in C never reaches a split-K sum). */
-__global__ void tc_scale_kernel(float *C, size_t n, float beta)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
-}
-
 /* Before a split-K launch adds its partial products into C: C = beta * C, skipped when
  * beta == 1 (C already is beta * C: a gradient accumulated into C). */
 static inline void tc_prescale(float *C, int M, int N, float beta)
 {
-    if (beta == 1.0f) return;
-    size_t n = (size_t)M * N;
-    size_t blocks = (n + 255) / 256;
-    tc_scale_kernel<<<(int)(blocks < 1024 ? blocks : 1024), 256>>>(C, n, beta);
-    CHECK_LAUNCH();
-}
-
-static inline int tc_sm_count(void)
-{
-    static int sms = 0;
-    if (sms == 0) {
-        int dev;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
-    return sms;
+    if (beta != 1.0f) sgemm_scale(C, (size_t)M * N, beta);
 }
 
 #endif

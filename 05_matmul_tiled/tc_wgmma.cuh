@@ -467,7 +467,7 @@ static inline const char *tc_tma_refusal(int K, size_t elem_bytes, const void *A
     if ((K * elem_bytes) % 16 != 0)
         return elem_bytes == 2 ? "TMA needs K % 8 == 0 for bf16 (16-byte row strides)"
                                : "TMA needs K % 4 == 0 for tf32 (16-byte row strides)";
-    if (!tc_aligned16(A) || !tc_aligned16(Bt)) return "TMA needs 16-byte aligned A and Bt";
+    if (!sgemm_aligned16(A) || !sgemm_aligned16(Bt)) return "TMA needs 16-byte aligned A and Bt";
     return NULL;
 }
 
@@ -544,7 +544,7 @@ static inline void tc_wgmma_launch(int M, int N, int K, float alpha, const T *A,
         attr_set = true;
     }
     CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, BN);
-    dim3 grid(tc_ceil_div(N, BN), tc_ceil_div(M, 128));
+    dim3 grid(sgemm_ceil_div(N, BN), sgemm_ceil_div(M, 128));
     tc_wgmma_kernel<T, BN, TC_WGMMA_STAGES><<<grid, 256, smem>>>(ma, mb, M, N, K, alpha, beta, C, tc_vec2(N, C));
     CHECK_LAUNCH();
 }
@@ -564,9 +564,9 @@ static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T 
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr_set = true;
     }
-    int tiles = tc_ceil_div(M, BM) * tc_ceil_div(N, BN);
-    int k_tiles = tc_ceil_div(K, TcWgType<T>::BK), split_tiles = tc_ceil_div(k_tiles, splits);
-    splits = tc_ceil_div(k_tiles, split_tiles); /* no empty layer */
+    int tiles = sgemm_ceil_div(M, BM) * sgemm_ceil_div(N, BN);
+    int k_tiles = sgemm_ceil_div(K, TcWgType<T>::BK), split_tiles = sgemm_ceil_div(k_tiles, splits);
+    splits = sgemm_ceil_div(k_tiles, split_tiles); /* no empty layer */
     if (EPI == TC_EPI_ADD) tc_prescale(C, M, N, beta);
     CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN);
     dim3 grid(blocks > 0 && blocks < tiles ? blocks : tiles, 1, EPI == TC_EPI_ADD ? splits : 1);
@@ -579,8 +579,8 @@ static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T 
  * consumer warpgroup busy, so two of them share an SM), each layer at least 2 K-slices. */
 static inline int tc_wgmma_splits(int M, int N, int K, int bk)
 {
-    int tiles = tc_ceil_div(M, 64) * tc_ceil_div(N, 128), k_tiles = tc_ceil_div(K, bk);
-    int want = tc_ceil_div(2 * tc_sm_count(), tiles), most = k_tiles / 2;
+    int tiles = sgemm_ceil_div(M, 64) * sgemm_ceil_div(N, 128), k_tiles = sgemm_ceil_div(K, bk);
+    int want = sgemm_ceil_div(2 * sgemm_sm_count(), tiles), most = k_tiles / 2;
     int s = want < most ? want : most;
     return s < 1 ? 1 : s;
 }
@@ -612,12 +612,12 @@ static inline void tc_wgmma_ws_tf32(int M, int N, int K, float alpha, const floa
 static inline void tc_wgmma_persistent_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
                                             float beta, float *C)
 {
-    tc_wgmma_ws_launch<bf16, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, tc_sm_count(), 1);
+    tc_wgmma_ws_launch<bf16, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
 }
 static inline void tc_wgmma_persistent_tf32(int M, int N, int K, float alpha, const float *A,
                                             const float *Bt, float beta, float *C)
 {
-    tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, tc_sm_count(), 1);
+    tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
 }
 
 static inline void tc_wgmma_splitk_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
