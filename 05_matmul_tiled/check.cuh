@@ -97,8 +97,51 @@ static double sampled_error(Shape s, const float *gpu, const Reference *r, const
  * summation orders, yet is ~10x below what rounding the inputs to TF32 (2^-11) gives. */
 static double sgemm_tolerance(int K) { return 16.0 * sqrt((double)K + 2.0) * 0x1p-24; }
 
-/* Runs every selected version of the table twice on one shape: on a poisoned C with
- * beta = 0 (every element must be written, C must not be read) and on C0 with beta = BETA. */
+/* Launches one version with ALPHA and the given beta into the device buffer C. */
+typedef void (*RunInto)(void *ctx, float beta, float *C);
+
+/* One version on one shape, twice: on a poisoned C with beta = 0 (every element must be
+ * written, C must not be read) and on C0 with beta = BETA. dC is the device C, C a host
+ * buffer of M x N; returns the number of failed comparisons. */
+static int check_two_passes(const char *name, Shape s, RunInto run, void *ctx, float *dC,
+                            const float *C0, float *C, const Reference *ref, float *picked,
+                            double tol)
+{
+    size_t c_bytes = (size_t)s.M * s.N * sizeof(float);
+    char size[48], what[64];
+    shape_str(s, size, sizeof size);
+    int failures = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        float beta = pass ? BETA : 0.0f;
+        if (pass) CUDA_CHECK(cudaMemcpy(dC, C0, c_bytes, cudaMemcpyHostToDevice));
+        else poison_device(dC, c_bytes);
+        run(ctx, beta, dC);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(C, dC, c_bytes, cudaMemcpyDeviceToHost));
+        snprintf(what, sizeof what, "%s beta=%g", name, beta);
+        failures += !report_check(what, size,
+                                  sampled_error(s, C, ref, pass ? ref->ref_beta : ref->ref_zero, picked), tol);
+    }
+    return failures;
+}
+
+/* cuBLAS is the yardstick, not a lesson: checked on the large shapes only (it also keeps
+ * the library out of the compute-sanitizer runs, which use small shapes). */
+static int check_ceiling_here(Shape s) { return (double)s.M * s.N * s.K >= 1e8; }
+
+typedef struct {
+    SgemmLauncher launch;
+    Shape s;
+    const float *A, *B;
+} Fp32Run;
+
+static void run_fp32(void *ctx, float beta, float *C)
+{
+    Fp32Run *r = (Fp32Run *)ctx;
+    r->launch(r->s.M, r->s.N, r->s.K, ALPHA, r->A, r->B, beta, C);
+}
+
+/* Runs every selected version of the fp32 table (the last one its ceiling) on one shape. */
 static int check_shape(const Options *o, Shape s, const Version *versions, int count)
 {
     size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.K * s.N, c_n = (size_t)s.M * s.N;
@@ -119,31 +162,15 @@ static int check_shape(const Options *o, Shape s, const Version *versions, int c
     CUDA_CHECK(cudaMemcpy(dA, A, a_n * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, B, b_n * sizeof(float), cudaMemcpyHostToDevice));
 
-    char size[48], what[64];
-    shape_str(s, size, sizeof size);
     double tol = sgemm_tolerance(s.K);
     int failures = 0;
-    /* cuBLAS is the yardstick, not a lesson: checked on the large shapes only (it also
-     * keeps the library out of the compute-sanitizer runs, which use small shapes). */
-    int check_cublas = (double)s.M * s.N * s.K >= 1e8;
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
-        if (v == count - 1 && !check_cublas) continue;
-        poison_device(dC, c_n * sizeof(float));
-        versions[v].launch(s.M, s.N, s.K, ALPHA, dA, dB, 0.0f, dC);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaMemcpy(C, dC, c_n * sizeof(float), cudaMemcpyDeviceToHost));
-        snprintf(what, sizeof what, "%s beta=0", versions[v].name);
-        failures += !report_check(what, size, sampled_error(s, C, &ref, ref.ref_zero, picked), tol);
-
-        CUDA_CHECK(cudaMemcpy(dC, C0, c_n * sizeof(float), cudaMemcpyHostToDevice));
-        versions[v].launch(s.M, s.N, s.K, ALPHA, dA, dB, BETA, dC);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaMemcpy(C, dC, c_n * sizeof(float), cudaMemcpyDeviceToHost));
-        snprintf(what, sizeof what, "%s beta=%g", versions[v].name, BETA);
-        failures += !report_check(what, size, sampled_error(s, C, &ref, ref.ref_beta, picked), tol);
+        if (v == count - 1 && !check_ceiling_here(s)) continue;
+        Fp32Run run = {versions[v].launch, s, dA, dB};
+        failures += check_two_passes(versions[v].name, s, run_fp32, &run, dC, C0, C, &ref, picked, tol);
     }
-    if (ref.nrows < s.M) printf("       (%s: %d of %d rows compared)\n", size, ref.nrows, s.M);
+    if (ref.nrows < s.M) printf("       (%dx%dx%d: %d of %d rows compared)\n", s.M, s.N, s.K, ref.nrows, s.M);
     CUDA_CHECK(cudaFree(dA));
     CUDA_CHECK(cudaFree(dB));
     CUDA_CHECK(cudaFree(dC));

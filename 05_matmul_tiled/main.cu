@@ -1,20 +1,20 @@
-/* Chapter 05 driver: fp32 SGEMM, C = alpha * A * B + beta * C, row-major.
+/* Chapter 05 driver: C = alpha * A * B + beta * C, row-major, in two ladders: fp32 on the
+ * CUDA cores (A and B), and bf16 / TF32 on the tensor cores (A and Bt, B transposed).
  * --check validates every version against a double-precision CPU product (normwise
- * relative error) on awkward shapes; --bench times every version against cuBLAS SGEMM
- * (fp32 compute, no TF32) on the same shape in the same run.
- * This file holds the version table, the shapes, the command line and main; check.cuh the
- * CPU reference and the check, bench.cuh the timing, driver.cuh what the three share. */
-#include <cublas_v2.h>
-
+ * relative error) on awkward shapes; --bench times every version against cuBLAS in the
+ * same precision (SGEMM with TF32 off for fp32, GemmEx for the tensor cores) on the same
+ * shape in the same run.
+ * This file holds the version tables, the shapes, the command line and main; check.cuh the
+ * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
+ * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench. */
 #include "bench.cuh"
+#include "ceilings.cuh"
 #include "check.cuh"
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
 #include "driver.cuh"
 #include "kernels.cuh"
-
-static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B,
-                         float beta, float *C);
+#include "tc_driver.cuh"
 
 /* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
  * bench_shape take a table's last version as its ceiling). */
@@ -36,10 +36,40 @@ static const Version VERSIONS[] = {
     {"cublas", "ceiling", sgemm_cublas, 0},
 };
 #define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
+
+/* The tensor-core ladder (tc_*.cuh), one table per input type, each ending with its
+ * ceiling: cuBLAS in the same precision. */
+static const TcVersion<bf16> TC_BF16[] = {
+    {"wmma_bf16", "step", tc_wmma_bf16, false},
+    {"mma_bf16", "step", tc_mma_bf16, false},
+    {"mma_swizzle_bf16", "step", tc_mma_swizzle_bf16, false},
+    {"mma_pipeline_bf16", "step", tc_mma_pipeline_bf16, false},
+    {"wgmma_bf16", "step", tc_wgmma_bf16, true},
+    {"wgmma_ws_bf16", "step", tc_wgmma_ws_bf16, true},
+    {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, true},
+    {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, true},
+    {"best_bf16", "step", tc_best_bf16, false},
+    {"cublas_bf16", "ceiling", gemm_cublas_bf16, false},
+};
+static const TcVersion<float> TC_TF32[] = {
+    {"wmma_tf32", "step", tc_wmma_tf32, false},
+    {"mma_pipeline_tf32", "step", tc_mma_pipeline_tf32, false},
+    {"wgmma_tf32", "step", tc_wgmma_tf32, true},
+    {"wgmma_ws_tf32", "step", tc_wgmma_ws_tf32, true},
+    {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, true},
+    {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, true},
+    {"best_tf32", "step", tc_best_tf32, false},
+    {"cublas_tf32", "ceiling", gemm_cublas_tf32, false},
+};
+#define NTC_BF16 (int)(sizeof TC_BF16 / sizeof TC_BF16[0])
+#define NTC_TF32 (int)(sizeof TC_TF32 / sizeof TC_TF32[0])
 static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
     "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
-    "best", "cublas", NULL};
+    "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
+    "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
+    "wmma_tf32", "mma_pipeline_tf32", "wgmma_tf32", "wgmma_ws_tf32", "wgmma_persistent_tf32",
+    "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */
@@ -53,49 +83,94 @@ static const int CHECK_SHAPES[][3] = {
 static const int SWEEP_SIZES[] = {256, 512, 1024, 2048, 4096, 8192};
 #define NSWEEP (int)(sizeof SWEEP_SIZES / sizeof SWEEP_SIZES[0])
 
+/* The tensor-core check: the awkward shapes (K = 1 and K not a multiple of 8, which the
+ * Hopper versions skip with the reason, primes, a 1-column C, a tall-skinny product), then
+ * chapter 07's tensor-core products in their A/Bt form (forward x W1 and dW1^T = dz1^T x,
+ * at batch 256, its last partial batch of 96, and batch 32), then the bench size. */
+static const int TC_CHECK_SHAPES[][3] = {
+    {1, 1, 1}, {7, 13, 5}, {64, 64, 1}, {1, 1, 8}, {127, 129, 131}, {129, 257, 72}, {300, 20, 784},
+    {1000, 1, 4097}, {4096, 16, 512}, {256, 1024, 784}, {1024, 784, 256}, {96, 1024, 784},
+    {1024, 784, 96}, {32, 1024, 784}, {1024, 784, 32}, {4096, 4096, 4096}};
+#define NTC_CHECK (int)(sizeof TC_CHECK_SHAPES / sizeof TC_CHECK_SHAPES[0])
+/* The tensor-core bench: squares, then chapter 07's tensor-core products. */
+static const int TC_BENCH_SHAPES[][3] = {
+    {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+    {256, 1024, 784}, {1024, 784, 256}, {32, 1024, 784}, {1024, 784, 32}};
+#define NTC_BENCH (int)(sizeof TC_BENCH_SHAPES / sizeof TC_BENCH_SHAPES[0])
+
 static const ProgramSpec SPEC = {
     "matmul_tiled",
-    "Chapter 05: fp32 SGEMM C = alpha*A*B + beta*C, ten kernels from naive to Hopper-tuned, "
-    "against cuBLAS.",
+    "Chapter 05: C = alpha*A*B + beta*C, an fp32 ladder from naive to Hopper-tuned against cuBLAS "
+    "SGEMM, and a tensor-core ladder (bf16, TF32) from WMMA to wgmma + TMA against cuBLAS in the "
+    "same precision.",
     "shapes: N (square) or MxNxK (A is MxK, B KxN), each dimension up to 65536\n"
     "                   (check default: 1x1x1, 7x13x5, 127x129x131, 1000x1x4097, 513x1000x77,\n"
-    "                   the chapter-07 MLP shapes, 4096; bench default: squares 256..8192 and\n"
-    "                   the MLP shapes)",
+    "                   the chapter-07 MLP shapes, 4096, and for the tensor cores K = 1, K % 8 != 0,\n"
+    "                   tall-skinny and chapter 07's tensor-core products; bench default: squares\n"
+    "                   256..8192 and the MLP shapes, tensor cores 2048..8192 and the MLP shapes)",
     NULL, KERNEL_NAMES, 3, 65536LL, NULL, NULL};
-
-static cublasHandle_t cublas_handle(void)
-{
-    static cublasHandle_t handle = NULL;
-    if (handle == NULL) {
-        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "cublasCreate failed\n");
-            exit(1);
-        }
-        /* Default math: fp32 FMAs throughout, TF32 tensor cores off. */
-        if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "cublasSetMathMode failed\n");
-            exit(1);
-        }
-    }
-    return handle;
-}
-
-/* cuBLAS is column-major: a row-major M x N C is a column-major N x M C^T = B^T A^T, so
- * the row-major product is cublasSgemm with the operands swapped and no transposes. */
-static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B,
-                         float beta, float *C)
-{
-    cublasStatus_t st = cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B,
-                                    N, A, K, &beta, C, N);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cublasSgemm failed (status %d)\n", (int)st);
-        exit(1);
-    }
-}
 
 static double shape_bytes(Shape s)
 {
     return 4.0 * ((double)s.M * s.K + (double)s.K * s.N + (double)s.M * s.N);
+}
+
+/* Whether --kernel selects a version of this table (without --kernel: every table). */
+template <typename V> static int table_selected(const Options *o, const V *table, int count)
+{
+    for (int v = 0; v < count; v++)
+        if (kernel_selected(o, table[v].name)) return 1;
+    return 0;
+}
+
+/* The i-th shape of a run: from -n if given, else from the defaults. */
+static Shape shape_at(const Options *o, const int (*defaults)[3], int i)
+{
+    return o->nsizes ? shape_of(&o->sizes[i]) : (Shape){defaults[i][0], defaults[i][1], defaults[i][2]};
+}
+
+static int run_checks(const Options *o)
+{
+    printf("\ncheck (seed %llu, alpha %g, beta 0 on a poisoned C and beta %g): normwise "
+           "relative error against a double-precision CPU product\n", o->seed, ALPHA, BETA);
+    int failures = 0;
+    if (table_selected(o, VERSIONS, NVERSIONS))
+        for (int i = 0; i < (o->nsizes ? o->nsizes : NCHECK); i++)
+            failures += check_shape(o, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS);
+    if (table_selected(o, TC_BF16, NTC_BF16) || table_selected(o, TC_TF32, NTC_TF32)) {
+        printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference computed\n"
+               "from the rounded inputs):\n");
+        for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_CHECK); i++) {
+            Shape s = shape_at(o, TC_CHECK_SHAPES, i);
+            if (table_selected(o, TC_BF16, NTC_BF16)) failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
+            if (table_selected(o, TC_TF32, NTC_TF32)) failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
+        }
+        if (!o->kernel && !o->nsizes) tc_precision_report(o->seed);
+    }
+    printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
+    return failures;
+}
+
+static void run_bench(const Options *o, const DeviceInfo *info)
+{
+    if (table_selected(o, VERSIONS, NVERSIONS)) {
+        double last_ms[NVERSIONS] = {0.0};
+        if (o->nsizes) {
+            for (int i = 0; i < o->nsizes; i++)
+                bench_shape(o, info, shape_of(&o->sizes[i]), VERSIONS, NVERSIONS, NULL);
+        } else {
+            for (int i = 0; i < NSWEEP; i++) {
+                Shape s = {SWEEP_SIZES[i], SWEEP_SIZES[i], SWEEP_SIZES[i]};
+                bench_shape(o, info, s, VERSIONS, NVERSIONS, last_ms);
+            }
+            for (int i = 5; i < 5 + NMLP; i++) bench_shape(o, info, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS, NULL);
+        }
+    }
+    for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_BENCH); i++) {
+        Shape s = shape_at(o, TC_BENCH_SHAPES, i);
+        if (table_selected(o, TC_BF16, NTC_BF16)) tc_bench_shape(o, info, s, TC_BF16, NTC_BF16);
+        if (table_selected(o, TC_TF32, NTC_TF32)) tc_bench_shape(o, info, s, TC_TF32, NTC_TF32);
+    }
 }
 
 int main(int argc, char **argv)
@@ -118,32 +193,7 @@ int main(int argc, char **argv)
     require_device_memory(&SPEC, &info, largest, "A, B and C");
 
     int failures = 0;
-    if (o.check) {
-        printf("\ncheck (seed %llu, alpha %g, beta 0 on a poisoned C and beta %g): normwise "
-               "relative error against a double-precision CPU product\n", o.seed, ALPHA, BETA);
-        int count = o.nsizes ? o.nsizes : NCHECK;
-        for (int i = 0; i < count; i++) {
-            Shape s = o.nsizes ? shape_of(&o.sizes[i])
-                               : (Shape){CHECK_SHAPES[i][0], CHECK_SHAPES[i][1], CHECK_SHAPES[i][2]};
-            failures += check_shape(&o, s, VERSIONS, NVERSIONS);
-        }
-        printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
-    }
-    if (o.bench) {
-        double last_ms[NVERSIONS] = {0.0};
-        if (o.nsizes) {
-            for (int i = 0; i < o.nsizes; i++)
-                bench_shape(&o, &info, shape_of(&o.sizes[i]), VERSIONS, NVERSIONS, NULL);
-        } else {
-            for (int i = 0; i < NSWEEP; i++) {
-                Shape s = {SWEEP_SIZES[i], SWEEP_SIZES[i], SWEEP_SIZES[i]};
-                bench_shape(&o, &info, s, VERSIONS, NVERSIONS, last_ms);
-            }
-            for (int i = 5; i < 5 + NMLP; i++) {
-                Shape s = {CHECK_SHAPES[i][0], CHECK_SHAPES[i][1], CHECK_SHAPES[i][2]};
-                bench_shape(&o, &info, s, VERSIONS, NVERSIONS, NULL);
-            }
-        }
-    }
+    if (o.check) failures += run_checks(&o);
+    if (o.bench) run_bench(&o, &info);
     return failures ? 1 : 0;
 }
