@@ -13,11 +13,16 @@ ifeq ($(origin ARCH), undefined)
     ARCH := sm_$(GPU_CC)
   endif
 endif
-ifneq ($(ARCH),)
+# Hopper builds are sm_90a: the same chip, with the instructions (wgmma, setmaxnreg) that
+# only run on it; chapter 05's tensor-core versions need them and skip themselves elsewhere.
+ifeq ($(ARCH),sm_90)
+  GENCODE := -gencode arch=compute_90a,code=sm_90a
+else ifneq ($(ARCH),)
   GENCODE := -arch=$(ARCH)
 else
   GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 \
-             -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=[sm_90,compute_90]
+             -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90a,code=sm_90a \
+             -gencode arch=compute_90,code=compute_90
 endif
 
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo $(GENCODE) -I$(ROOT) -Xcompiler -Wall,-Wextra
