@@ -30,66 +30,55 @@
 #include <cudaTypedefs.h>
 
 #include "tc_hopper.cuh"
+#include "tc_swizzle.h"
 
 /* How a tile leaves the kernel: stored as alpha * acc + beta * C, or (split-K) added. */
 enum { TC_EPI_STORE, TC_EPI_ADD };
 
-/* Two neighbouring outputs of row r from column c: one 8-byte access where the row allows
- * it (vec2: N even and C 8-byte aligned), else one by one inside the matrix. */
+/* Two neighbouring outputs of row r from column c: stored (tc_common.cuh's pair store),
+ * or, for split-K, added into C with one 8-byte atomic where the row allows it. */
 template <int EPI>
 __device__ __forceinline__ void tc_store2(float *C, int M, int N, int r, int c, float v0, float v1,
-                                          float alpha, float beta, bool vec2)
+                                          float alpha, float beta, bool pairs)
 {
-    if (r >= M || c >= N) return;
-    float *p = C + (size_t)r * N + c;
-    v0 *= alpha;
-    v1 *= alpha;
-    if (EPI == TC_EPI_ADD) {
-        if (vec2 && c + 1 < N) {
-            atomicAdd((float2 *)p, make_float2(v0, v1));
+    if constexpr (EPI == TC_EPI_STORE) {
+        tc_store_pair(C, M, N, r, c, v0, v1, alpha, beta, pairs);
+    } else {
+        if (r >= M || c >= N) return;
+        float *p = C + (size_t)r * N + c;
+        if (pairs && c + 1 < N) {
+            atomicAdd((float2 *)p, make_float2(alpha * v0, alpha * v1));
         } else {
-            atomicAdd(p, v0);
-            if (c + 1 < N) atomicAdd(p + 1, v1);
+            atomicAdd(p, alpha * v0);
+            if (c + 1 < N) atomicAdd(p + 1, alpha * v1);
         }
-        return;
     }
-    if (vec2 && c + 1 < N) {
-        if (beta != 0.0f) {
-            float2 old = *(const float2 *)p;
-            v0 += beta * old.x;
-            v1 += beta * old.y;
-        }
-        *(float2 *)p = make_float2(v0, v1);
-        return;
-    }
-    p[0] = beta == 0.0f ? v0 : v0 + beta * p[0];
-    if (c + 1 < N) p[1] = beta == 0.0f ? v1 : v1 + beta * p[1];
 }
 
 /* The warpgroup's 64 x BN accumulators to C, rows from row0, columns from col0. */
 template <int BN, int EPI>
 __device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, int M, int N, int row0,
-                                            int col0, float alpha, float beta, bool vec2)
+                                            int col0, float alpha, float beta, bool pairs)
 {
     int t = threadIdx.x % 128;
     int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
-        tc_store2<EPI>(C, M, N, r, c + 8 * j, d[4 * j], d[4 * j + 1], alpha, beta, vec2);
-        tc_store2<EPI>(C, M, N, r + 8, c + 8 * j, d[4 * j + 2], d[4 * j + 3], alpha, beta, vec2);
+        tc_store2<EPI>(C, M, N, r, c + 8 * j, d[4 * j], d[4 * j + 1], alpha, beta, pairs);
+        tc_store2<EPI>(C, M, N, r + 8, c + 8 * j, d[4 * j + 2], d[4 * j + 3], alpha, beta, pairs);
     }
 }
 
-/* Tile number -> origin, in groups of 8 tile rows: consecutive tiles (running on the SMs at
- * the same time) share 8 row panels of A and a few column panels of Bt, which stay in L2. */
+/* Tile number -> origin, in tc_swizzle.h's groups of 8 tile rows: consecutive tiles (running
+ * on the SMs at the same time) share 8 row panels of A and a few column panels of Bt, which
+ * stay in L2. */
 __device__ __forceinline__ void tc_tile_origin(int tile, int tiles_m, int tiles_n, int bm, int bn,
                                                int *m0, int *n0)
 {
-    const int group = 8;
-    int per_group = group * tiles_n, first = tile / per_group * group;
-    int rows = tiles_m - first < group ? tiles_m - first : group, in = tile % per_group;
-    *m0 = (first + in % rows) * bm;
-    *n0 = in / rows * bn;
+    int tm, tn;
+    tc_tile_grouped(tile, tiles_m, tiles_n, &tm, &tn);
+    *m0 = tm * bm;
+    *n0 = tn * bn;
 }
 
 /* ------------------------------------------------------------------ step 5: wgmma + TMA */
@@ -100,7 +89,7 @@ __device__ __forceinline__ void tc_tile_origin(int tile, int tiles_m, int tiles_
 template <typename T, int BN, int STAGES>
 __global__ void __launch_bounds__(256, 1)
 tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                int M, int N, int K, float alpha, float beta, float *C, bool vec2)
+                int M, int N, int K, float alpha, float beta, float *C, bool pairs)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 128, BK = TcWgType<T>::BK;
@@ -141,7 +130,7 @@ tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant
             tc_tma_load(st + A_BYTES, &map_b, &full[s], (kt + STAGES) * BK, n0);
         }
     }
-    tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + 64 * wg, n0, alpha, beta, vec2);
+    tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + 64 * wg, n0, alpha, beta, pairs);
 #endif
 }
 
@@ -156,7 +145,7 @@ tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant
 template <typename T, int BN, int STAGES, int CONSUMERS, int EPI>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
 tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                   int M, int N, int K, float alpha, float beta, float *C, bool vec2, int split_tiles)
+                   int M, int N, int K, float alpha, float beta, float *C, bool pairs, int split_tiles)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 64 * CONSUMERS, BK = TcWgType<T>::BK;
@@ -223,7 +212,7 @@ tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         tc_wgmma_wait<0>();
         tc_fence_regs(d);
         tc_mbar_arrive(&empty[prev]);
-        tc_epilogue<BN, EPI>(d, C, M, N, m0 + rows, n0, alpha, beta, vec2);
+        tc_epilogue<BN, EPI>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
     }
 #endif
 }
@@ -332,8 +321,6 @@ static inline void tc_wgmma_require(int K, const T *A, const T *Bt)
     }
 }
 
-static inline bool tc_vec2(int N, const float *C) { return N % 2 == 0 && ((uintptr_t)C & 7) == 0; }
-
 /* Dynamic shared memory of STAGES stages plus 1 KB to align them. */
 static inline int tc_stage_smem(int bm, int bn, int stages) { return stages * (bm + bn) * TC_ROW_BYTES + 1024; }
 
@@ -355,7 +342,7 @@ static inline void tc_wgmma_launch(int M, int N, int K, float alpha, const T *A,
     }
     CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, BN);
     dim3 grid(sgemm_ceil_div(N, BN), sgemm_ceil_div(M, 128));
-    tc_wgmma_kernel<T, BN, TC_WGMMA_STAGES><<<grid, 256, smem>>>(ma, mb, M, N, K, alpha, beta, C, tc_vec2(N, C));
+    tc_wgmma_kernel<T, BN, TC_WGMMA_STAGES><<<grid, 256, smem>>>(ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C));
     CHECK_LAUNCH();
 }
 
@@ -381,7 +368,7 @@ static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T 
     CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN);
     dim3 grid(blocks > 0 && blocks < tiles ? blocks : tiles, 1, EPI == TC_EPI_ADD ? splits : 1);
     tc_wgmma_ws_kernel<T, BN, STAGES, CONSUMERS, EPI><<<grid, 128 * (CONSUMERS + 1), smem>>>(
-        ma, mb, M, N, K, alpha, beta, C, tc_vec2(N, C), split_tiles);
+        ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C), split_tiles);
     CHECK_LAUNCH();
 }
 

@@ -30,32 +30,6 @@
 #include "tc_common.cuh"
 #include "tc_swizzle.h"
 
-/* ------------------------------------------------------------------ the epilogue */
-
-/* alpha * (v0, v1) + beta * C into row r, columns c and c + 1: one 8-byte access where the
- * row allows it (pairs: N even and C 8-byte aligned), else one by one inside the matrix.
- * beta == 0 never reads C. */
-__device__ __forceinline__ void tc_store_pair(float *C, int M, int N, int r, int c, float v0, float v1,
-                                              float alpha, float beta, bool pairs)
-{
-    if (r >= M || c >= N) return;
-    float *p = C + (size_t)r * N + c;
-    float2 v = make_float2(alpha * v0, alpha * v1);
-    bool both = c + 1 < N;
-    if (pairs && both) {
-        if (beta != 0.0f) {
-            float2 old = *(const float2 *)p;
-            v.x += beta * old.x, v.y += beta * old.y;
-        }
-        *(float2 *)p = v;
-    } else {
-        p[0] = beta == 0.0f ? v.x : v.x + beta * p[0];
-        if (both) p[1] = beta == 0.0f ? v.y : v.y + beta * p[1];
-    }
-}
-
-static inline bool tc_c_pairs(int N, const float *C) { return N % 2 == 0 && ((uintptr_t)C & 7) == 0; }
-
 /* ------------------------------------------------------------------ the tile copy */
 
 /* A tile in shared memory is ROWS rows of 128 bytes of K (tc_swizzle.h): a stage holds the
