@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     int check;            /* --check: validate every version, exit 1 on a failure */
     int bench;            /* --bench: time every version and print the table */
-    const char *kernel;   /* --kernel NAME: one version only (NULL: all) */
+    const char *kernel;   /* --kernel NAME[,NAME...]: those versions only (NULL: all) */
     ProblemSize sizes[CLI_MAX_SIZES];
     int nsizes;           /* 0: the chapter's defaults */
     int reps;             /* --reps: timed repetitions (median is reported) */
@@ -62,7 +62,7 @@ static inline void cli_print_usage(FILE *f, const ProgramSpec *spec)
     fprintf(f, "%s\n\n", spec->summary);
     fprintf(f, "  --check          validate every version against the CPU reference (exit 1 on failure)\n"
                "  --bench          time every version, print the table (default: both)\n"
-               "  --kernel NAME    run one version only; one of:");
+               "  --kernel NAME    run one version only (or a comma-separated list); one of:");
     for (const char *const *k = spec->kernels; k && *k; k++) fprintf(f, " %s", *k);
     fprintf(f, "\n  -n, --size LIST  %s\n", spec->size_help);
     fprintf(f, "  --reps N         timed repetitions, median reported (default 20)\n"
@@ -171,11 +171,28 @@ static inline int cli_parse_size_list(const char *text, const ProgramSpec *spec,
     }
 }
 
-static inline int cli_is_known_kernel(const ProgramSpec *spec, const char *name)
+/* Whether `name` (len characters of it) is one of the chapter's versions. */
+static inline int cli_is_known_kernel(const ProgramSpec *spec, const char *name, size_t len)
 {
     for (const char *const *k = spec->kernels; k && *k; k++)
-        if (strcmp(*k, name) == 0) return 1;
+        if (strlen(*k) == len && strncmp(*k, name, len) == 0) return 1;
     return 0;
+}
+
+/* --kernel takes one name or a comma-separated list; NULL if every name is known, else
+ * the first unknown one (copied into buf). */
+static inline const char *cli_unknown_kernel(const ProgramSpec *spec, const char *list, char *buf, size_t len)
+{
+    for (const char *p = list;; p++) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (!cli_is_known_kernel(spec, p, n)) {
+            snprintf(buf, len, "%.*s", (int)n, p);
+            return buf;
+        }
+        if (!end) return NULL;
+        p = end;
+    }
 }
 
 /* The value of flag argv[*i], advancing *i; exits 2 if it is missing. */
@@ -204,8 +221,8 @@ static inline void parse_args(int argc, char **argv, const ProgramSpec *spec, Op
             o->bench = 1;
         } else if (!strcmp(a, "--kernel")) {
             o->kernel = cli_value(spec, argc, argv, &i);
-            if (!cli_is_known_kernel(spec, o->kernel))
-                cli_fail(spec, "unknown kernel '%s' (see the list below)", o->kernel);
+            if (cli_unknown_kernel(spec, o->kernel, err, sizeof err))
+                cli_fail(spec, "unknown kernel '%s' (see the list below)", err);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--size")) {
             if (cli_parse_size_list(cli_value(spec, argc, argv, &i), spec, o, err, sizeof err))
                 cli_fail(spec, "%s", err);
@@ -231,7 +248,14 @@ static inline void parse_args(int argc, char **argv, const ProgramSpec *spec, Op
 /* Whether version `name` is selected by --kernel (all are when none was given). */
 static inline int kernel_selected(const Options *o, const char *name)
 {
-    return o->kernel == NULL || strcmp(o->kernel, name) == 0;
+    if (o->kernel == NULL) return 1;
+    size_t n = strlen(name);
+    for (const char *p = o->kernel;; p++) {
+        const char *end = strchr(p, ',');
+        if ((size_t)((end ? end : p + strlen(p)) - p) == n && strncmp(p, name, n) == 0) return 1;
+        if (!end) return 0;
+        p = end;
+    }
 }
 
 /* How many sizes to run: those of -n, or the chapter's `ndefaults`. */

@@ -72,6 +72,16 @@ static void test_parse_args(void)
     expect(o.check && o.bench && o.kernel == NULL && o.nsizes == 0 && o.reps == 20,
            "no flags: check and bench with defaults");
     expect(kernel_selected(&o, "naive") && kernel_selected(&o, "fast"), "no --kernel selects all");
+    char *argv3[] = {"prog", "--kernel", "naive,fast"};
+    parse_args(3, argv3, &SPEC, &o);
+    expect(kernel_selected(&o, "naive") && kernel_selected(&o, "fast") && !kernel_selected(&o, "nai") &&
+               !kernel_selected(&o, "naive,fast"),
+           "--kernel naive,fast selects exactly those two");
+    char buf[64];
+    expect(cli_unknown_kernel(&SPEC, "naive,fastx", buf, sizeof buf) && strcmp(buf, "fastx") == 0 &&
+               !cli_unknown_kernel(&SPEC, "fast,naive", buf, sizeof buf) &&
+               cli_unknown_kernel(&SPEC, "naive,", buf, sizeof buf) && buf[0] == '\0',
+           "--kernel lists: an unknown or empty name is named");
 }
 
 static void test_errors(void)
