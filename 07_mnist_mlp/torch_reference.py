@@ -1,235 +1,348 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of mnist_mlp: the same 784-H-10 MLP, initialization, data, batch order
-and hyperparameters, timed per epoch in eager mode and with each step captured in a CUDA
-graph. Appends CSV rows (the columns of common/report.h) and per-epoch rows.
+"""The PyTorch peer of mnist_mlp, at its best. The same 784-H-10 MLP, initialization, data,
+batch order and hyperparameters as the C trainers (torch_inputs.py), trained by each of
+these configurations, all with torch.optim.SGD(momentum, fused=True), which updates every
+parameter and momentum buffer in one kernel:
 
-usage: torch_reference.py [--data DIR] [--batches 256,32] [--epochs 10] [--csv FILE]
-                          [--epoch-csv FILE] [--modes eager,graphs] [other flags: --help]
+  eager        a plain loop of steps: PyTorch launches each step's kernels one by one.
+  step_graph   each step captured once in a CUDA graph (one for the full batch, one for the
+               last partial batch) and replayed: no Python or launch cost per kernel.
+  epoch_graph  the whole epoch, every step and the last partial batch, captured in ONE CUDA
+               graph; per epoch only the new batch order is copied into the static index
+               tensor the graph reads, then one replay.
+  compile      torch.compile(mode="max-autotune-no-cudagraphs") on forward + loss, whose
+               backward AOTAutograd compiles too (fused elementwise kernels, autotuned
+               matmuls); the optimizer step stays outside. Then the whole epoch in one
+               CUDA graph, as epoch_graph.
 
-What is the same as the C trainers, bit for bit: the He-uniform weights (splitmix64, W1
-then W2, row-major 784 x H and H x 10), zero biases, the pixel mean and std of the
-training images, the Fisher-Yates shuffle stream (seed + 1, continued from epoch to
-epoch), the last partial batch. What differs: PyTorch's kernels (cuBLAS inside), so the
-trajectories drift apart by rounding only. An epoch's time covers the order upload, all
-steps and reading the epoch's loss back, as in mnist_mlp (the shuffle itself is
-precomputed here, which only favours PyTorch).
+Those are what a PyTorch user reaches for to make this loop fast: a fused optimizer, no
+per-kernel overhead (graphs), fewer and better kernels (compile). Each configuration runs
+in each precision of --precisions:
+
+  fp32  TF32 off (allow_tf32 False, matmul precision "highest"): the C trainers' math;
+  tf32  TF32 matmuls (allow_tf32 True, precision "high");
+  bf16  torch.autocast(bfloat16) around forward + loss; fp32 weights and fused SGD.
+
+Every configuration starts from the same weights and zero momentum: warm-up steps (where
+compile compiles) and graph capture come first, then the weights and momentum buffers are
+put back. An epoch's time covers the order upload, all steps and reading the epoch's loss
+back (summed on the GPU), as in mnist_mlp; the shuffles are drawn before the clock starts,
+which only favours PyTorch. The median is over epochs 2 and on. Rows: one per
+configuration, precision and batch size, kernel torch_<config>[_<precision> unless fp32],
+judged against the fastest configuration of the same precision and batch.
+
+usage: torch_reference.py [--data DIR] [--batches 256,32] [--precisions fp32,tf32,bf16]
+                          [--epochs 10] [--timing-epochs 3] [--csv FILE] [--epoch-csv FILE]
 """
 import argparse
-import gzip
+import contextlib
+import gc
 import os
-import struct
 import sys
 import time
+import types
 
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
+import torch_inputs as inputs
+
 CHAPTER = "07_mnist_mlp"
-
-
-def splitmix_next(state):
-    """One step of common/validate.h's rng_next: returns (new state, output)."""
-    state = (state + GOLDEN) & MASK
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return state, z ^ (z >> 31)
-
-
-def splitmix_uniform(np, seed, start, count):
-    """rng_uniform for draws start .. start + count - 1 of the stream seeded with seed, as
-    float32: the i-th state is seed + (i + 1) * golden (mod 2^64), so numpy does it at once."""
-    i = np.arange(start + 1, start + count + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = np.uint64(seed) + i * np.uint64(GOLDEN)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
-
-
-def he_uniform(np, seed, inputs, hidden):
-    """reference.h's mlp_init: W1 (inputs x hidden) then W2 (hidden x 10)."""
-    n1, n2 = inputs * hidden, hidden * 10
-    u = splitmix_uniform(np, seed, 0, n1 + n2)
-    # the vectorized stream must equal the sequential one
-    state, check = seed, []
-    for _ in range(3):
-        state, z = splitmix_next(state)
-        check.append(np.float32(z >> 40) * np.float32(1.0 / 16777216.0))
-    assert list(u[:3]) == check, "vectorized splitmix64 disagrees with the sequential one"
-    b1 = np.sqrt(np.float32(6.0) / np.float32(inputs), dtype=np.float32)
-    b2 = np.sqrt(np.float32(6.0) / np.float32(hidden), dtype=np.float32)
-    w1 = (np.float32(2.0) * u[:n1] - np.float32(1.0)) * b1
-    w2 = (np.float32(2.0) * u[n1:] - np.float32(1.0)) * b2
-    return w1.reshape(inputs, hidden), w2.reshape(hidden, 10)
-
-
-def shuffles(n, epochs, seed):
-    """The batch orders of epochs 1..epochs: reference.h's mlp_shuffle on one stream."""
-    order, state, out = list(range(n)), seed + 1, []
-    for _ in range(epochs):
-        for i in range(n - 1, 0, -1):
-            state, z = splitmix_next(state)
-            j = z % (i + 1)
-            order[i], order[j] = order[j], order[i]
-        out.append(list(order))
-    return out
-
-
-def read_idx(path, ndims):
-    """An IDX file (gzip or raw) as (dims, bytes); the C reader is the one that validates."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    magic = struct.unpack(">I", raw[:4])[0]
-    if magic != 0x800 | ndims:
-        sys.exit(f"torch_reference.py: {path}: bad magic {magic:#010x}")
-    dims = struct.unpack(">" + "I" * ndims, raw[4:4 + 4 * ndims])
-    return dims, raw[4 + 4 * ndims:]
-
-
-def load_split(np, folder, prefix):
-    def path(kind):
-        p = os.path.join(folder, f"{prefix}-{kind}")
-        return p + ".gz" if os.path.exists(p + ".gz") else p
-    (n, rows, cols), pix = read_idx(path("images-idx3-ubyte"), 3)
-    (m,), lab = read_idx(path("labels-idx1-ubyte"), 1)
-    assert n == m and rows * cols == 784
-    return (np.frombuffer(pix, dtype=np.uint8).reshape(n, 784), np.frombuffer(lab, dtype=np.uint8))
-
-
-def csv_append(path, header, row):
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
-    with open(path, "a") as f:
-        if new:
-            f.write(header + "\n")
-        f.write(row + "\n")
-
-
+CONFIGS = ("eager", "step_graph", "epoch_graph", "compile")
+PRECISIONS = ("fp32", "tf32", "bf16")
+WARMUP_STEPS = 3  # per batch shape, on a side stream, as PyTorch's CUDA graph recipe does
 CSV_HEADER = "gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling"
 EPOCH_HEADER = "gpu,impl,dataset,batch,epoch,train_loss,test_accuracy,epoch_ms"
 
 
-class Run:
-    """One training run: model, optimizer and the data, resident on the GPU."""
+def kernel_name(config, precision):
+    return f"torch_{config}" if precision == "fp32" else f"torch_{config}_{precision}"
 
-    def __init__(self, torch, np, args, data, batch):
-        self.torch, self.args, self.batch = torch, args, batch
-        train_x, train_y, test_x, test_y, mean, std = data
-        w1, w2 = he_uniform(np, args.seed, 784, args.hidden)
-        dev = torch.device("cuda")
-        self.model = torch.nn.Sequential(torch.nn.Linear(784, args.hidden), torch.nn.ReLU(),
-                                         torch.nn.Linear(args.hidden, 10)).to(dev)
+
+def set_precision(torch, precision):
+    """TF32 for the fp32 matmuls only with tf32; bf16 runs under autocast (see Run)."""
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+
+
+def precision_problem(torch, precision):
+    """Why this GPU cannot run the precision, or None."""
+    major, minor = torch.cuda.get_device_capability()
+    if precision != "fp32" and major < 8:
+        return f"{precision} needs compute capability 8.0 or newer (this GPU has {major}.{minor})"
+    return None
+
+
+def capture(torch, fn, error_mode="global"):
+    """fn's kernels recorded in a CUDA graph (nothing runs now): replay() runs them."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode=error_mode):
+        fn()
+    return graph
+
+
+def fused_sgd_problem(torch):
+    """Why this PyTorch cannot run SGD(fused=True) on the GPU, or None."""
+    try:
+        p = torch.zeros(4, device="cuda", requires_grad=True)
+        p.grad = torch.ones_like(p)
+        torch.optim.SGD([p], lr=0.1, momentum=0.9, fused=True).step()
+        return None
+    except (RuntimeError, TypeError, ValueError) as e:
+        return f"this PyTorch has no fused SGD ({(str(e).strip().splitlines() or [''])[0][:200]})"
+
+
+class Run:
+    """One configuration's training: model, fused SGD, the static order it reads, and its
+    graphs. The data set (data.x, data.y, ...) stays on the GPU, shared by every Run."""
+
+    def __init__(self, torch, args, data, weights, batch, precision, config):
+        self.torch, self.data, self.batch, self.config = torch, data, batch, config
+        self.n = data.x.shape[0]
+        dev = data.x.device
+        nn = torch.nn
+        self.model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10)).to(dev)
         with torch.no_grad():
-            self.model[0].weight.copy_(torch.from_numpy(np.ascontiguousarray(w1.T)))
-            self.model[2].weight.copy_(torch.from_numpy(np.ascontiguousarray(w2.T)))
+            self.model[0].weight.copy_(torch.from_numpy(weights[0].T.copy()))
+            self.model[2].weight.copy_(torch.from_numpy(weights[1].T.copy()))
             self.model[0].bias.zero_()
             self.model[2].bias.zero_()
-        self.lr = args.lr if args.lr else 0.05 * batch / 256
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=args.momentum)
-        self.loss_fn = torch.nn.CrossEntropyLoss()
-        norm = lambda x: (torch.from_numpy(x.astype(np.float32)).to(dev) / 255.0 - mean) / std
-        self.x, self.y = norm(train_x), torch.from_numpy(train_y.astype(np.int64)).to(dev)
-        self.test_x, self.test_y = norm(test_x), torch.from_numpy(test_y.astype(np.int64)).to(dev)
-        self.n = self.x.shape[0]
+        self.initial = [p.detach().clone() for p in self.model.parameters()]
+        lr = args.lr if args.lr else 0.05 * batch / 256
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=args.momentum, fused=True)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.bf16 = precision == "bf16"
+        self.loss = self.batch_loss
+        if config == "compile":  # dynamic=False: the full and the partial batch each get their own kernels
+            self.loss = torch.compile(self.batch_loss, mode=args.compile_mode, dynamic=False)
         self.loss_sum = torch.zeros((), device=dev)
+        self.perm = torch.arange(self.n, device=dev)  # this epoch's order, read by every step
+        # (first row, rows) of one full batch and of the last partial one, if any
+        self.shapes = [(0, min(batch, self.n))] + ([(self.n - self.n % batch, self.n % batch)]
+                                                   if self.n % batch and self.n > batch else [])
         self.graphs = {}
 
+    def batch_loss(self, idx):
+        """Mean cross-entropy over rows idx: forward + loss (under bf16 autocast for bf16)."""
+        torch = self.torch
+        with torch.autocast(self.data.x.device.type, dtype=torch.bfloat16, enabled=self.bf16,
+                            cache_enabled=False):  # graphs need the weight-cast cache off
+            logits = self.model(self.data.x.index_select(0, idx))
+            return self.loss_fn(logits, self.data.y.index_select(0, idx))
+
     def step(self, idx):
-        """One SGD step on rows idx (a device tensor); adds batch * loss to loss_sum."""
-        xb, yb = self.x.index_select(0, idx), self.y.index_select(0, idx)
+        """One SGD step on rows idx; adds the batch's summed loss to loss_sum, on the GPU."""
         self.opt.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(xb), yb)
+        loss = self.loss(idx)
         loss.backward()
         self.opt.step()
-        self.loss_sum.add_(loss.detach() * idx.shape[0])
+        self.loss_sum.add_(loss.detach(), alpha=idx.shape[0])
 
-    def capture(self, size):
-        """A graph of one step on `size` rows whose indices are copied into a static tensor.
-        Warm-up steps on a side stream first (PyTorch's recipe), then the parameters and
-        momentum are put back, so the graph starts from the same weights as eager mode."""
+    def all_steps(self):
+        """Every step of an epoch in the order held by self.perm (eager; captured by epoch graphs)."""
+        self.loss_sum.zero_()
+        for first in range(0, self.n, self.batch):
+            self.step(self.perm[first:first + self.batch])
+
+    def replay_steps(self):
+        """step_graph's epoch: per step, copy its rows' indices into the graph's input, replay."""
+        self.loss_sum.zero_()
+        for first in range(0, self.n, self.batch):
+            idx = self.perm[first:first + self.batch]
+            graph, static_idx = self.graphs[idx.shape[0]]
+            static_idx.copy_(idx)
+            graph.replay()
+
+    def prepare(self):
+        """Warm-up steps on every batch shape (compile compiles here), the graphs, then the
+        initial weights and zero momentum back. Returns (warm-up s, capture s)."""
         torch = self.torch
-        idx = torch.arange(size, device="cuda")
-        saved = [p.detach().clone() for p in self.model.parameters()]
+        t0 = time.perf_counter()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(3):
-                self.step(idx)
+            for first, rows in self.shapes:
+                for _ in range(WARMUP_STEPS):
+                    self.step(self.perm[first:first + rows])
         torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.step(idx)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        if self.config == "step_graph":
+            for _, rows in self.shapes:
+                static_idx = torch.zeros(rows, dtype=torch.int64, device=self.perm.device)
+                self.graphs[rows] = (capture(torch, lambda idx=static_idx: self.step(idx)), static_idx)
+        elif self.config == "compile":
+            # no compiling inside a capture; compile's worker threads may touch CUDA meanwhile
+            with torch._dynamo.config.patch(error_on_recompile=True):
+                self.graph = capture(torch, self.all_steps, error_mode="thread_local")
+        elif self.config == "epoch_graph":
+            self.graph = capture(torch, self.all_steps)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
         with torch.no_grad():
-            for p, s in zip(self.model.parameters(), saved):
-                p.copy_(s)
+            for p, p0 in zip(self.model.parameters(), self.initial):
+                p.copy_(p0)
             for state in self.opt.state.values():
                 if state.get("momentum_buffer") is not None:
-                    state["momentum_buffer"].zero_()  # the captured step then computes v = g
-        return graph, idx
+                    state["momentum_buffer"].zero_()  # then the first step computes v = g, as in C
+        return t1 - t0, t2 - t1
 
-    def epoch(self, order, graphs):
-        torch, b = self.torch, self.batch
+    def epoch(self, order):
+        """One timed epoch on a pinned host order: (mean training loss, ms)."""
+        torch = self.torch
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        perm = torch.tensor(order, dtype=torch.int64).pin_memory().to("cuda", non_blocking=True)
-        self.loss_sum.zero_()
-        for first in range(0, self.n, b):
-            idx = perm[first:first + b]
-            if graphs:
-                graph, static_idx = self.graphs[idx.shape[0]]
-                static_idx.copy_(idx)
-                graph.replay()
-            else:
-                self.step(idx)
+        self.perm.copy_(order, non_blocking=True)
+        if self.config == "eager":
+            self.all_steps()
+        elif self.config == "step_graph":
+            self.replay_steps()
+        else:
+            self.graph.replay()
         loss = self.loss_sum.item() / self.n
         return loss, (time.perf_counter() - t0) * 1e3
 
     def accuracy(self):
         torch = self.torch
         with torch.no_grad():
-            pred = self.model(self.test_x).argmax(dim=1)
-            return 100.0 * (pred == self.test_y).sum().item() / self.test_y.shape[0]
+            pred = self.model(self.data.test_x).argmax(dim=1)
+            return 100.0 * (pred == self.data.test_y).sum().item() / self.data.test_y.shape[0]
 
 
-def train(torch, np, args, data, batch, mode, orders, gpu, dataset):
-    run = Run(torch, np, args, data, batch)
-    graphs = mode == "graphs"
-    if graphs:
-        sizes = {batch, run.n % batch} - {0}
-        for size in sorted(sizes, reverse=True):
-            run.graphs[size] = run.capture(size)
+def train(torch, args, data, weights, batch, precision, config, orders, clock):
+    """Prepares and trains one configuration; returns its summary (a namespace) or None
+    when it could not run here (the reason printed)."""
+    name = kernel_name(config, precision)
+    epochs = args.epochs if config in ("epoch_graph", "compile") else min(args.timing_epochs, args.epochs)
+    try:
+        if config == "compile":
+            import torch._dynamo
+            torch._dynamo.reset()  # a fresh compile for each precision and batch size
+        run = Run(torch, args, data, weights, batch, precision, config)
+        warm, cap = run.prepare()
+    except Exception as e:  # torch.compile without Triton, a backend that fails here, ...
+        if config != "compile":
+            raise
+        why = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"  {name} batch {batch}: skipped, torch.compile failed here: {type(e).__name__}: {why}")
+        with contextlib.suppress(Exception):
+            torch._dynamo.reset()
+        return None
+    clock.add("compile" if config == "compile" else "warm-up", warm)
+    clock.add("capture", cap)
+    print(f"  {name} batch {batch}: warm-up {warm:.1f} s{' (compiling)' if config == 'compile' else ''}, "
+          f"capture {cap:.2f} s, {epochs} epochs", flush=True)
     times, acc = [], 0.0
-    for e, order in enumerate(orders, start=1):
-        loss, ms = run.epoch(order, graphs)
+    t0 = time.perf_counter()
+    for e, order in enumerate(orders[:epochs], start=1):
+        loss, ms = run.epoch(order)
         if loss != loss or loss in (float("inf"), float("-inf")):
-            sys.exit(f"torch_reference.py: training diverged at epoch {e}")
+            print(f"  {name} batch {batch}: training diverged at epoch {e}: no row")
+            return None
         acc = run.accuracy()
         times.append(ms)
-        print(f"  torch_{mode:<7} epoch {e:3d}  train loss {loss:.4f}  test accuracy {acc:6.2f}%  "
+        print(f"  {name:<25} epoch {e:3d}  train loss {loss:.4f}  test accuracy {acc:6.2f}%  "
               f"epoch {ms:9.2f} ms", flush=True)
         if args.epoch_csv:
-            csv_append(args.epoch_csv, EPOCH_HEADER,
-                       f"{gpu},torch_{mode},{dataset},{batch},{e},{loss:.6f},{acc:.2f},{ms:.4f}")
+            inputs.csv_append(args.epoch_csv, EPOCH_HEADER,
+                              f"{data.gpu},{name},{data.name},{batch},{e},{loss:.6f},{acc:.2f},{ms:.4f}")
+    clock.add("epochs", time.perf_counter() - t0)
     rest = sorted(times[1:]) or times
-    return rest[(len(rest) - 1) // 2], acc
+    return types.SimpleNamespace(name=name, ms=rest[(len(rest) - 1) // 2], acc=acc, epochs=epochs)
 
 
-def main():
-    parser = argparse.ArgumentParser(description="PyTorch peer of mnist_mlp (eager and CUDA graphs).")
-    parser.add_argument("--data", default="data/mnist", help="folder of the four IDX files")
-    parser.add_argument("--batches", default="256,32", help="batch sizes, comma-separated")
-    parser.add_argument("--hidden", type=int, default=1024)
-    parser.add_argument("--lr", type=float, help="learning rate (default 0.05 x batch / 256, as mnist_mlp)")
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--train-size", type=int, default=60000)
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--modes", default="eager,graphs")
-    parser.add_argument("--csv", help="append one row per mode and batch size")
-    parser.add_argument("--epoch-csv", help="append one row per epoch")
-    args = parser.parse_args()
+def write_rows(args, data, batch, results):
+    """The rows of one precision and batch size, each against the fastest of them."""
+    best = min(results, key=lambda r: r.ms)
+    for r in results:
+        pct = 100.0 * best.ms / r.ms
+        print(f"{r.name:<25} batch {batch:4d}: median epoch {r.ms:9.2f} ms ({r.epochs} epochs), "
+              f"test accuracy {r.acc:.2f}%, {pct:6.1f}% of the fastest ({best.name})")
+        if args.csv:
+            inputs.csv_append(args.csv, CSV_HEADER,
+                              f"{data.gpu},{CHAPTER},{r.name},ceiling,{batch},{r.ms:.6g},{r.ms:.6g},ms,"
+                              f"{best.name},{best.ms:.6g},{pct:.2f}")
+
+
+class Clock:
+    """Where the script's time went, for the closing line."""
+
+    def __init__(self):
+        self.start, self.spent = time.perf_counter(), {}
+
+    def add(self, part, seconds):
+        self.spent[part] = self.spent.get(part, 0.0) + seconds
+
+    def line(self):
+        total = time.perf_counter() - self.start
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in self.spent.items())
+        return f"time: {parts}, other {total - sum(self.spent.values()):.1f} s; total {total:.1f} s"
+
+
+def load_data(torch, np, args, clock, dev="cuda"):
+    """The data set on the GPU, normalized as main.cu does, and the pinned batch orders."""
+    t0 = time.perf_counter()
+    train_x, train_y = inputs.load_split(np, args.data, "train")
+    test_x, test_y = inputs.load_split(np, args.data, "t10k")
+    train_x, train_y = train_x[:args.train_size], train_y[:args.train_size]
+    mean, std = inputs.pixel_stats(np, train_x)
+
+    def norm(x):
+        return (torch.from_numpy(x.astype(np.float32)).to(dev) / 255.0 - mean) / std
+
+    data = types.SimpleNamespace(x=norm(train_x), y=torch.from_numpy(train_y.astype(np.int64)).to(dev),
+                                 test_x=norm(test_x), test_y=torch.from_numpy(test_y.astype(np.int64)).to(dev),
+                                 name=os.path.basename(os.path.normpath(args.data)),
+                                 gpu=torch.cuda.get_device_name(0).replace(",", " "))
+    orders = [torch.tensor(o, dtype=torch.int64).pin_memory()
+              for o in inputs.shuffles(len(train_x), args.epochs, args.seed)]
+    clock.add("data", time.perf_counter() - t0)
+    return data, orders
+
+
+def csv_list(allowed):
+    """An argparse type: a comma-separated list, each item in allowed (or a positive int)."""
+    def parse(text):
+        items = [s.strip() for s in text.split(",")]
+        for s in items:
+            ok = s.isdigit() and int(s) > 0 if allowed is int else s in allowed
+            if not ok:
+                want = "positive integers" if allowed is int else ", ".join(allowed)
+                raise argparse.ArgumentTypeError(f"'{s}' in '{text}': expected {want}")
+        return [int(s) for s in items] if allowed is int else items
+    return parse
+
+
+def positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': expected a positive integer")
+    return int(text)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="PyTorch peer of mnist_mlp: eager, CUDA graphs, torch.compile.")
+    p.add_argument("--data", default="data/mnist", help="folder of the four IDX files")
+    p.add_argument("--batches", type=csv_list(int), default=[256, 32], help="batch sizes (default 256,32)")
+    p.add_argument("--precisions", type=csv_list(PRECISIONS), default=["fp32"],
+                   help="of fp32, tf32, bf16 (default fp32)")
+    p.add_argument("--configs", type=csv_list(CONFIGS), default=list(CONFIGS),
+                   help="of " + ", ".join(CONFIGS) + " (default all)")
+    p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
+                   help="torch.compile's mode for compile (default max-autotune-no-cudagraphs; "
+                        "'default' compiles in a fraction of the time, with untuned matmuls)")
+    p.add_argument("--hidden", type=positive, default=1024)
+    p.add_argument("--lr", type=float, help="learning rate (default 0.05 x batch / 256, as mnist_mlp)")
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--epochs", type=positive, default=10, help="epochs of epoch_graph and compile")
+    p.add_argument("--timing-epochs", type=positive, default=3,
+                   help="epochs of the slower eager and step_graph (at most --epochs; default 3)")
+    p.add_argument("--train-size", type=positive, default=60000)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--csv", help="append one row per configuration, precision and batch size")
+    p.add_argument("--epoch-csv", help="append one row per epoch")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     try:
         import numpy as np
         import torch
@@ -239,35 +352,34 @@ def main():
     if not torch.cuda.is_available():
         print("torch_reference.py: skipped, PyTorch sees no CUDA GPU")
         return 0
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32, like the C trainers
-    torch.backends.cudnn.allow_tf32 = False
-    train_x, train_y = load_split(np, args.data, "train")
-    test_x, test_y = load_split(np, args.data, "t10k")
-    train_x, train_y = train_x[:args.train_size], train_y[:args.train_size]
-    scaled = train_x.astype(np.float64) / 255.0
-    mean = float(scaled.mean())
-    std = float(np.sqrt(max((scaled * scaled).mean() - mean * mean, 1e-12)))
-    mean, std = float(np.float32(mean)), float(np.float32(std))
-    data = (train_x, train_y, test_x, test_y, mean, std)
-    dataset = os.path.basename(os.path.normpath(args.data))
-    gpu = torch.cuda.get_device_name(0).replace(",", " ")
-    print(f"PyTorch {torch.__version__} on {gpu}: {dataset}, {len(train_x)} training images, "
-          f"lr {args.lr or '0.05 x batch / 256'}, momentum {args.momentum}, {args.epochs} epochs")
-    orders = shuffles(len(train_x), args.epochs, args.seed)
-    for batch in [int(b) for b in args.batches.split(",")]:
-        results = {}
-        for mode in args.modes.split(","):
-            results[mode] = train(torch, np, args, data, batch, mode, orders, gpu, dataset)
-            print(f"torch_{mode} batch {batch}: median epoch {results[mode][0]:.2f} ms, "
-                  f"test accuracy {results[mode][1]:.2f}%")
-        ceiling = results.get("graphs", next(iter(results.values())))[0]
-        for mode, (ms, _) in results.items():
-            role = "ceiling"
-            pct = 100.0 * ceiling / ms
-            row = (f"{gpu},{CHAPTER},torch_{mode},{role},{batch},{ms:.6g},{ms:.6g},ms,"
-                   f"torch_graphs,{ceiling:.6g},{pct:.2f}")
-            if args.csv:
-                csv_append(args.csv, CSV_HEADER, row)
+    why = fused_sgd_problem(torch)
+    if why:
+        print(f"torch_reference.py: skipped, {why}")
+        return 0
+    clock = Clock()
+    try:
+        data, orders = load_data(torch, np, args, clock)
+    except OSError as e:
+        sys.exit(f"torch_reference.py: {e} (make data puts MNIST into data/mnist)")
+    weights = inputs.he_uniform(np, args.seed, 784, args.hidden)
+    print(f"PyTorch {torch.__version__} on {data.gpu}: {data.name}, {data.x.shape[0]} training images, "
+          f"lr {args.lr or '0.05 x batch / 256'}, momentum {args.momentum}, fused SGD; "
+          f"{args.epochs} epochs (eager and step_graph: {min(args.timing_epochs, args.epochs)})")
+    for precision in args.precisions:
+        why = precision_problem(torch, precision)
+        if why:
+            print(f"{precision}: skipped, {why}")
+            continue
+        set_precision(torch, precision)
+        for batch in args.batches:
+            print(f"{precision}, batch {batch}:")
+            results = [train(torch, args, data, weights, batch, precision, c, orders, clock) for c in args.configs]
+            results = [r for r in results if r]
+            gc.collect()  # the finished runs' graphs and memory pools
+            torch.cuda.empty_cache()
+            if results:
+                write_rows(args, data, batch, results)
+    print(clock.line())
     return 0
 
 
