@@ -1,0 +1,178 @@
+/* Chapter 07: --bench. Every trainer's epoch time at a batch size, against PyTorch's rows
+ * of the peer CSV (the ceiling when present, else the cublas trainer); the launches of a
+ * step one by one for the rows that have them; each trainer against the one its row
+ * names in `vs` (optimized against cublas): epoch time and final accuracy. */
+#ifndef CH07_BENCH_CUH
+#define CH07_BENCH_CUH
+
+#include "common/report.h"
+#include "data.cuh"
+#include "epochs.cuh"
+#include "flags.cuh"
+#include "trainers.cuh"
+
+#define CHAPTER "07_mnist_mlp"
+
+/* PyTorch's epoch time for this batch size from the peer CSV, or 0 if absent. */
+static double peer_ms(const char *path, const char *kernel, int batch)
+{
+    if (!path) return 0.0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0.0;
+    char line[512], want[64], size[32];
+    double found = 0.0;
+    snprintf(want, sizeof want, ",%s,%s,", CHAPTER, kernel);
+    snprintf(size, sizeof size, "%d", batch);
+    while (fgets(line, sizeof line, f)) {
+        char *at = strstr(line, want);
+        if (!at) continue;
+        char *fields[11];
+        int nf = 0;
+        for (char *tok = strtok(line, ","); tok && nf < 11; tok = strtok(NULL, ",")) fields[nf++] = tok;
+        if (nf == 11 && !strcmp(fields[4], size)) found = atof(fields[5]);
+    }
+    fclose(f);
+    return found;
+}
+
+/* A step's launches timed one by one (median of --reps runs each), to see where a step's
+ * time goes: the family says what they are and runs each alone. */
+typedef struct { Trainer *t; int stage; } StageCtx;
+
+static void run_stage(void *p)
+{
+    StageCtx *c = (StageCtx *)p;
+    c->t->impl->family->run_stage(c->t, c->stage);
+}
+
+static void stage_csv_row(const char *path, const char *gpu, int batch, const char *impl, const char *stage, double us)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) { fprintf(stderr, "cannot open %s for appending\n", path); exit(1); }
+    if (ftell(f) == 0) fprintf(f, "gpu,batch,impl,launch,us\n");
+    fprintf(f, "%s,%d,%s,%s,%.3f\n", gpu, batch, impl, stage, us);
+    fclose(f);
+}
+
+static void stage_times(Trainer *t, int reps, double *us)
+{
+    if (t->impl->family->nstages > MAX_STAGES) {
+        fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n", t->impl->name, MAX_STAGES);
+        exit(1);
+    }
+    CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
+    for (int k = 0; k < t->impl->family->nstages; k++) {
+        StageCtx c = {t, k};
+        us[k] = 1e3 * time_median_ms(run_stage, &c, 3, reps);
+    }
+}
+
+/* Epochs each trainer is timed for: the slow ones need fewer for a stable median. The
+ * host-fed `fed` has run its first epochs slower (22, 18, 16 ms once at batch 256), so the
+ * fused trainers get five. */
+static int bench_epochs(const Impl *impl, int epochs)
+{
+    if (!strcmp(impl->role, "naive") || !impl->family->fused) return epochs < 2 ? epochs : 2;
+    if (impl->graph != GRAPH_EPOCH) return epochs < 5 ? epochs : 5;
+    return epochs;
+}
+
+/* Trainer a against trainer b (the one a's row names in `vs`): their launches side by
+ * side (both timed, same family), their epoch times, and their accuracy. Returns 1 if
+ * the accuracy check failed. */
+static int bench_versus(const Options *o, const DeviceInfo *info, int batch, int n_train, const char *size,
+                        const TrainResult *res, double (*stage_us)[MAX_STAGES], int a, int b)
+{
+    const Flags *f = &FLAGS;
+    const StepFamily *fam = IMPLS[a].family;
+    if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 && fam == IMPLS[b].family) {
+        printf("\none step, launch by launch (us, median of %d single launches), batch %d\n", o->reps, batch);
+        printf("%-18s %12s %12s\n", "launch", IMPLS[a].name, IMPLS[b].name);
+        for (int st = 0; st < fam->nstages; st++)
+            printf("%-18s %12.2f %12.2f\n", fam->stage_names[st], stage_us[a][st], stage_us[b][st]);
+        const int pair[2] = {a, b};
+        for (int i = 0; i < 2; i++) {
+            int k = pair[i];
+            double sum = 0.0;
+            for (int st = 0; st < fam->nstages; st++) {
+                sum += stage_us[k][st];
+                if (f->stage_csv) stage_csv_row(f->stage_csv, info->name, batch, IMPLS[k].name, fam->stage_names[st], stage_us[k][st]);
+            }
+            double step_us = 1e3 * res[k].median_ms / ((n_train + batch - 1) / batch);
+            printf("  %s: the launches add up to %.1f us; a step of the epoch took %.1f us\n", IMPLS[k].name, sum, step_us);
+            if (f->stage_csv) stage_csv_row(f->stage_csv, info->name, batch, IMPLS[k].name, "step_in_epoch_graph", step_us);
+        }
+    }
+    int failed = 0;
+    if (res[a].median_ms > 0.0 && res[b].median_ms > 0.0) {
+        printf("  %s / %s epoch time %.2fx (target <= 1.5)\n", IMPLS[a].name, IMPLS[b].name,
+               res[a].median_ms / res[b].median_ms);
+        /* Same seed, data and order: only the GEMMs' rounding differs, so after 10 epochs
+         * the two must agree within 0.3 points (checked at the default batch of 256). */
+        double apart = fabs(res[a].accuracy - res[b].accuracy);
+        char what[80];
+        snprintf(what, sizeof what, "%s vs %s accuracy", IMPLS[a].name, IMPLS[b].name);
+        if (res[a].epochs >= 10 && batch == 256)
+            failed = !report_check(what, size, apart, 0.3);
+        else
+            printf("  %s: %.2f points apart\n", what, apart);
+    }
+    return failed;
+}
+
+static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, int batch, int hidden)
+{
+    const Flags *f = &FLAGS;
+    int n_train = f->train_size < d->train.count ? f->train_size : d->train.count;
+    MlpLayout l = mlp_layout(IDX_PIXELS, hidden);
+    float *p0 = (float *)xmalloc(l.total * sizeof(float));
+    mlp_init(p0, &l, o->seed);
+    TrainResult res[NIMPLS];
+    double stage_us[NIMPLS][MAX_STAGES];
+    memset(res, 0, sizeof res);
+    memset(stage_us, 0, sizeof stage_us);
+    printf("\nbatch %d, hidden %d, %d training images, lr %g, momentum %g, %s\n", batch, hidden, n_train, learning_rate(batch),
+           f->momentum, d->name);
+    for (int k = 0; k < NIMPLS; k++) {
+        if (!kernel_selected(o, IMPLS[k].name)) continue;
+        Trainer t;
+        trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
+        trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
+        res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
+        if (IMPLS[k].graph == GRAPH_EPOCH && IMPLS[k].family->nstages > 0) stage_times(&t, o->reps, stage_us[k]);
+        trainer_destroy(&t);
+    }
+    int naive = -1, cublas = impl_index("cublas"), optimized = impl_index("optimized");
+    for (int k = 0; k < NIMPLS && naive < 0; k++)
+        if (!strcmp(IMPLS[k].role, "naive")) naive = k;
+    double torch_graphs = peer_ms(f->peer, "torch_graphs", batch);
+    const char *ceiling = torch_graphs > 0.0 ? "torch_graphs" : "cublas";
+    double ceiling_ms = torch_graphs > 0.0 ? torch_graphs : (cublas >= 0 ? res[cublas].median_ms : 0.0);
+    char size[32], title[200];
+    snprintf(size, sizeof size, "%d", batch);
+    snprintf(title, sizeof title, "epoch time (ms), batch %d: %% ceiling = %s time / this time (above 100: faster)",
+             batch, ceiling);
+    table_header(title);
+    double base = naive >= 0 ? res[naive].median_ms : 0.0;
+    for (int k = 0; k < NIMPLS; k++) {
+        if (res[k].median_ms <= 0.0) continue;
+        BenchRow r = {IMPLS[k].name, IMPLS[k].role, size, res[k].median_ms, res[k].median_ms, "ms", ceiling, ceiling_ms};
+        table_row(&r, base);
+        if (o->csv && csv_append(o->csv, info->name, CHAPTER, &r) != 0) exit(1);
+    }
+    for (int k = 0; k < NIMPLS; k++)
+        if (res[k].median_ms > 0.0)
+            printf("  %-12s test accuracy after %2d epochs: %6.2f%%\n", IMPLS[k].name, res[k].epochs, res[k].accuracy);
+    int failed = 0;
+    for (int k = 0; k < NIMPLS; k++) {
+        int vs = IMPLS[k].vs ? impl_index(IMPLS[k].vs) : -1;
+        if (vs >= 0) failed += bench_versus(o, info, batch, n_train, size, res, stage_us, k, vs);
+    }
+    if (optimized >= 0 && res[optimized].median_ms > 0.0 && torch_graphs > 0.0)
+        printf("  PyTorch with graphs / optimized: %.2fx, PyTorch eager / optimized: %.2fx\n",
+               torch_graphs / res[optimized].median_ms, peer_ms(f->peer, "torch_eager", batch) / res[optimized].median_ms);
+    free(p0);
+    return failed;
+}
+
+#endif

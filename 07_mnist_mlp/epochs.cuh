@@ -1,0 +1,184 @@
+/* Chapter 07: how a trainer runs, whatever its family: the CUDA graphs of the rows that
+ * have them (one step, or a whole epoch, captured from the family's own step), an epoch
+ * (shuffled order, steps, per-step losses read back once), and a training run of several
+ * epochs with one progress line each. */
+#ifndef CH07_EPOCHS_CUH
+#define CH07_EPOCHS_CUH
+
+#include "trainer.cuh"
+
+/* ------------------------------------------------------------------ graphs */
+
+static void begin_capture(void) { CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal)); }
+
+static cudaGraphExec_t end_capture(void)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return exec;
+}
+
+static void reset_epoch_counters(Trainer *t)
+{
+    CUDA_CHECK(cudaMemsetAsync(t->cursor, 0, sizeof(int), cudaStreamPerThread));
+    CUDA_CHECK(cudaMemsetAsync(t->step_loss, 0, (size_t)steps_per_epoch(t) * sizeof(float), cudaStreamPerThread));
+}
+
+static void begin_epoch(Trainer *t)
+{
+    if (t->impl->family->begin_epoch) t->impl->family->begin_epoch(t);
+}
+
+/* Before capturing: one step with lr 0 and momentum 1 (parameters unchanged) lets every
+ * launcher do its one-time set-up (kernel attributes, cuBLAS workspace) outside the
+ * capture; the velocity it filled is cleared again. Then the graphs are built. */
+static void trainer_prepare_graphs(Trainer *t)
+{
+    if (t->impl->graph == GRAPH_NONE) return;
+    const StepFamily *f = t->impl->family;
+    if (!f->capturable) {
+        fprintf(stderr, "internal error: trainer %s asks for a graph, but its steps cannot be captured\n", t->impl->name);
+        exit(1);
+    }
+    CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
+    begin_epoch(t);
+    f->step(t, 0, batch_of_step(t, 0), 0.0f, 1.0f);
+    int last = steps_per_epoch(t) - 1;
+    if (last > 0) f->step(t, last, batch_of_step(t, last), 0.0f, 1.0f);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemset(t->vel, 0, t->l.total * sizeof(float)));
+    if (t->impl->graph == GRAPH_STEP) {
+        begin_capture();
+        f->step(t, 0, t->batch, t->lr, t->mu);
+        t->step_exec[0] = end_capture();
+        if (t->n_train % t->batch) {
+            begin_capture();
+            f->step(t, last, t->n_train % t->batch, t->lr, t->mu);
+            t->step_exec[1] = end_capture();
+        }
+    } else {
+        begin_capture();
+        reset_epoch_counters(t);
+        begin_epoch(t);
+        for (int s = 0; s < steps_per_epoch(t); s++) f->step(t, s, batch_of_step(t, s), t->lr, t->mu);
+        t->epoch_exec = end_capture();
+    }
+}
+
+/* ------------------------------------------------------------------ epochs */
+
+typedef struct {
+    double ms, loss;
+    int diverged_step;   /* -1 if every step's loss was finite */
+} EpochResult;
+
+/* Makes the next order this epoch's, on the host and (copied) on the GPU. */
+static void begin_epoch_order(Trainer *t)
+{
+    int *current = t->h_next_order;
+    t->h_next_order = t->h_order;
+    t->h_order = current;
+    CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
+                               cudaStreamPerThread));
+}
+
+static EpochResult run_epoch(Trainer *t)
+{
+    EpochResult r = {0.0, 0.0, -1};
+    int steps = steps_per_epoch(t);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    double t0 = wall_ms();
+    begin_epoch_order(t);
+    if (t->impl->graph == GRAPH_EPOCH) {
+        CUDA_CHECK(cudaGraphLaunch(t->epoch_exec, cudaStreamPerThread));
+    } else {
+        reset_epoch_counters(t);
+        begin_epoch(t);
+        for (int s = 0; s < steps; s++) {
+            int b = batch_of_step(t, s);
+            if (t->impl->graph == GRAPH_STEP) CUDA_CHECK(cudaGraphLaunch(t->step_exec[b == t->batch ? 0 : 1], cudaStreamPerThread));
+            else t->impl->family->step(t, s, b, t->lr, t->mu);
+            if (t->impl->sync_each) { /* the first attempt reads the loss back every step */
+                float loss;
+                CUDA_CHECK(cudaMemcpy(&loss, t->step_loss + s, sizeof(float), cudaMemcpyDeviceToHost));
+                if (!isfinite(loss)) { r.diverged_step = s; break; }
+            }
+        }
+    }
+    draw_next_order(t); /* on the CPU, while the GPU works through the epoch */
+    CUDA_CHECK(cudaMemcpyAsync(t->h_step_loss, t->step_loss, (size_t)steps * sizeof(float), cudaMemcpyDeviceToHost,
+                               cudaStreamPerThread));
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    r.ms = wall_ms() - t0;
+    double sum = 0.0;
+    for (int s = 0; s < steps && r.diverged_step < 0; s++) {
+        if (!isfinite(t->h_step_loss[s])) r.diverged_step = s;
+        sum += t->h_step_loss[s];
+    }
+    r.loss = sum / t->n_train;
+    return r;
+}
+
+/* ------------------------------------------------------------------ a training run */
+
+typedef struct {
+    double median_ms, accuracy;
+    int epochs;
+} TrainResult;
+
+static void epoch_csv_row(const char *path, const char *gpu, const char *impl, const char *dataset, int batch,
+                          int epoch, double loss, double acc, double ms)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) { fprintf(stderr, "cannot open %s for appending\n", path); exit(1); }
+    if (ftell(f) == 0) fprintf(f, "gpu,impl,dataset,batch,epoch,train_loss,test_accuracy,epoch_ms\n");
+    fprintf(f, "%s,%s,%s,%d,%d,%.6f,%.2f,%.4f\n", gpu, impl, dataset, batch, epoch, loss, acc, ms);
+    fclose(f);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Trains `epochs` epochs, one progress line each; exits 1 on divergence. The epoch time
+ * is the median of the epochs after the first (module loading, first touches), the
+ * upper one of the middle two for an even count. */
+static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *dataset, const char *epoch_csv)
+{
+    TrainResult res = {0.0, 0.0, epochs};
+    double *ms = (double *)xmalloc((size_t)(epochs + 1) * sizeof(double));
+    trainer_prepare_graphs(t);
+    for (int e = 1; e <= epochs; e++) {
+        EpochResult r = run_epoch(t);
+        if (r.diverged_step >= 0) {
+            fprintf(stderr, "training diverged: the loss is not finite at epoch %d, step %d of %d "
+                            "(%s, lr %g): try a smaller --lr\n", e, r.diverged_step + 1, steps_per_epoch(t),
+                    t->impl->name, t->lr);
+            exit(1);
+        }
+        double test_loss, acc = t->impl->family->evaluate(t, &test_loss);
+        printf("  %-12s epoch %3d  train loss %.4f  test loss %.4f  test accuracy %6.2f%%  epoch %9.2f ms\n",
+               t->impl->name, e, r.loss, test_loss, acc, r.ms);
+        fflush(stdout);
+        if (epoch_csv) epoch_csv_row(epoch_csv, gpu, t->impl->name, dataset, t->batch, e, r.loss, acc, r.ms);
+        ms[e - 1] = r.ms;
+        res.accuracy = acc;
+    }
+    if (epochs > 1) {
+        qsort(ms + 1, (size_t)(epochs - 1), sizeof(double), compare_double);
+        res.median_ms = ms[1 + (epochs - 1) / 2];
+    } else if (epochs == 1) {
+        res.median_ms = ms[0];
+    } else {
+        res.accuracy = t->impl->family->evaluate(t, NULL);
+    }
+    free(ms);
+    return res;
+}
+
+#endif

@@ -1,0 +1,274 @@
+/* Chapter 07: what a trainer is.
+ *
+ *   Impl          a row of the table of trainers (trainers.cuh): a name, the family of
+ *                 steps it takes, and the choices that tell it from its neighbours
+ *   StepFamily    a family of steps (steps_unfused.cuh, steps_fused.cuh, steps_fed.cuh):
+ *                 the buffers its steps need, one step, how it evaluates, what --check and
+ *                 --bench may do with it
+ *   Trainer       one trainer's state: the data on the GPU, the parameters and velocity,
+ *                 the activations every family uses, the epoch's order and losses
+ *
+ * Also here: the matrix products every family calls (chapter 05's or cuBLAS's, as the row
+ * says), creating, filling and freeing a trainer, and the fp32 evaluation of the test set.
+ * How a trainer runs its epochs (graphs included) is epochs.cuh. */
+#ifndef CH07_TRAINER_CUH
+#define CH07_TRAINER_CUH
+
+#include <cublas_v2.h>
+#include <math.h>
+
+#include "common/cuda_utils.cuh"
+#include "common/host.h"
+#include "kernels.cuh"
+
+typedef struct Trainer Trainer;
+
+enum { GEMM_NAIVE, GEMM_BEST, GEMM_CUBLAS };
+enum { GRAPH_NONE, GRAPH_STEP, GRAPH_EPOCH };
+enum { FEED_RESIDENT, FEED_COPY, FEED_DOUBLE_BUFFER };
+
+/* How far --check lets a family's results be from the double-precision CPU steps: the
+ * epoch's loss (relative), and normwise the last step's z1 and dz2, the velocity of the
+ * hidden layer (W1, b1) and of the output layer (W2, b2), the updated parameters.
+ * check.cuh holds the fp32 ones, and why each is that size. */
+typedef struct {
+    double loss, z1, dz2, v_hidden, v_output, params;
+} CheckTolerances;
+
+#define MAX_STAGES 8   /* launches of a step the bench may time one by one */
+
+/* A family of steps. A new family is a file that defines one of these (and the functions
+ * it points to), included by trainers.cuh, plus its rows in IMPLS there. */
+typedef struct {
+    /* --check: the fused step's conventions: z1 holds no bias (it is added where z1 is
+       read), and the update leaves mu v in the velocity, not v */
+    int fused;
+    /* its steps only enqueue GPU work and read the batch position from t->cursor, so a
+       step or a whole epoch can be captured in a CUDA graph (a row's graph != GRAPH_NONE) */
+    int capturable;
+    /* its buffers beyond trainer_create's, kept behind t->own (NULL: none); create runs
+       last in trainer_create, destroy first in trainer_destroy */
+    void (*create)(Trainer *t);
+    void (*destroy)(Trainer *t);
+    /* before an epoch's first step, after its counters are cleared (NULL: nothing) */
+    void (*begin_epoch)(Trainer *t);
+    /* step s of the epoch: `batch` images, order[s * t->batch ...]. With lr 0 and mu 1 it
+       must leave the parameters as they are (the warm-up before a capture relies on it) */
+    void (*step)(Trainer *t, int s, int batch, float lr, float mu);
+    /* test accuracy in percent, and the mean test loss into *loss if loss is not NULL */
+    double (*evaluate)(Trainer *t, double *loss);
+    const CheckTolerances *tolerances;  /* NULL: fp32's */
+    /* --bench: a step's launches, each run alone by run_stage (nstages 0: none) */
+    int nstages;
+    const char *const *stage_names;
+    void (*run_stage)(Trainer *t, int stage);
+} StepFamily;
+
+typedef struct {
+    const char *name, *role;
+    const StepFamily *family;
+    int gemm;          /* GEMM_*: the products of gemm() below */
+    int feed;          /* FEED_*: the training set on the GPU, or each batch gathered on the
+                          host and copied (synchronously, or double-buffered as in chapter 06) */
+    int sync_each;     /* cudaDeviceSynchronize after every launch, loss read every step */
+    int graph;         /* GRAPH_* */
+    const char *vs;    /* --bench: the trainer it is measured against, launch by launch, in
+                          epoch time and in accuracy (NULL: none) */
+} Impl;
+
+struct Trainer {
+    const Impl *impl;
+    MlpLayout l;
+    int hidden, batch, n_train, n_test;
+    float lr, mu, mean, std;
+    /* data: on the GPU (and on the host for the host-fed trainers) */
+    const IdxDataset *train_host;
+    unsigned char *pixels, *labels, *test_pixels, *test_labels;
+    int *order, *test_order, *h_order, *h_next_order; /* this epoch's order, the next one's */
+    Rng shuffle_rng;
+    /* parameters, velocity */
+    float *params, *vel;
+    /* activations */
+    float *x, *xt, *z1, *dz2, *dz1;
+    int *y, *cursor, *correct;
+    float *step_loss, *h_step_loss, *eval_loss;
+    cudaGraphExec_t step_exec[2], epoch_exec;
+    void *own;                       /* the family's own buffers (StepFamily.create) */
+};
+
+static cublasHandle_t CUBLAS = NULL;
+
+/* Row-major C = alpha A B + beta C through column-major cuBLAS: C^T = B^T A^T, so the
+ * operands swap places and nothing is transposed. TF32 stays off (the default math mode). */
+static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
+{
+    if (!CUBLAS) {
+        if (cublasCreate(&CUBLAS) != CUBLAS_STATUS_SUCCESS || cublasSetStream(CUBLAS, cudaStreamPerThread) != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "cuBLAS could not start\n");
+            exit(1);
+        }
+    }
+    if (cublasSgemm(CUBLAS, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasSgemm failed (M %d N %d K %d)\n", M, N, K);
+        exit(1);
+    }
+}
+
+static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
+{
+    if (t->impl->gemm == GEMM_NAIVE) sgemm_naive(M, N, K, alpha, A, B, beta, C);
+    else if (t->impl->gemm == GEMM_BEST) sgemm_best(M, N, K, alpha, A, B, beta, C);
+    else sgemm_cublas(M, N, K, alpha, A, B, beta, C);
+}
+
+/* The resident training set, in the epoch's shuffled order. */
+static MlpSource train_source(const Trainer *t)
+{
+    MlpSource s = {t->pixels, t->labels, t->order, t->mean, t->std};
+    return s;
+}
+
+/* Where the fused step's gathers put a batch: x, its transpose, the labels, and z1 cleared. */
+static MlpBatch fused_batch(const Trainer *t)
+{
+    MlpBatch b = {t->x, t->xt, t->y, t->z1, (size_t)t->batch * t->hidden};
+    return b;
+}
+
+static int steps_per_epoch(const Trainer *t) { return (t->n_train + t->batch - 1) / t->batch; }
+static int batch_of_step(const Trainer *t, int s) { int left = t->n_train - s * t->batch; return left < t->batch ? left : t->batch; }
+
+static void *dalloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 4));
+    return p;
+}
+
+/* Device bytes a trainer needs (checked against free memory before allocating). */
+static double trainer_bytes(int hidden, int batch, int n_train, int n_test)
+{
+    double act = (double)batch * (2.0 * IDX_PIXELS + 6.0 * hidden + 4.0 * MLP_CLASSES + 4) * sizeof(float);
+    double par = 3.0 * mlp_layout(IDX_PIXELS, hidden).total * sizeof(float);
+    double data = (double)(n_train + n_test) * (IDX_PIXELS + 1 + 2 * sizeof(int));
+    return act + par + data + (double)hidden * MLP_CLASSES * sizeof(float);
+}
+
+/* The next epoch's batch order: this one shuffled again (one continuing stream, as in
+ * torch_reference.py). trainer_create draws the first epoch's; run_epoch draws each next
+ * one on the CPU while the GPU trains on the current epoch (a few tenths of a ms for
+ * 60,000 images). */
+static void draw_next_order(Trainer *t)
+{
+    memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
+    mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
+}
+
+static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train, int n_train,
+                           const IdxDataset *test, int hidden, int batch, float mean, float std,
+                           unsigned long long seed)
+{
+    memset(t, 0, sizeof *t);
+    t->impl = impl;
+    t->hidden = hidden;
+    t->batch = batch;
+    t->n_train = n_train;
+    t->n_test = test ? test->count : 0;
+    t->mean = mean;
+    t->std = std;
+    t->l = mlp_layout(IDX_PIXELS, hidden);
+    t->train_host = train;
+    t->shuffle_rng.state = seed + 1;
+    size_t bh = (size_t)batch * hidden * sizeof(float), bc = (size_t)batch * MLP_CLASSES * sizeof(float);
+    size_t bx = (size_t)batch * IDX_PIXELS * sizeof(float), pb = t->l.total * sizeof(float);
+    if (impl->feed == FEED_RESIDENT) { /* the whole training set as bytes: 47 MB for 60,000 images */
+        t->pixels = (unsigned char *)dalloc((size_t)n_train * IDX_PIXELS);
+        t->labels = (unsigned char *)dalloc((size_t)n_train);
+        CUDA_CHECK(cudaMemcpy(t->pixels, train->pixels, (size_t)n_train * IDX_PIXELS, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->labels, train->labels, (size_t)n_train, cudaMemcpyHostToDevice));
+    }
+    if (test) {
+        t->test_pixels = (unsigned char *)dalloc((size_t)t->n_test * IDX_PIXELS);
+        t->test_labels = (unsigned char *)dalloc((size_t)t->n_test);
+        CUDA_CHECK(cudaMemcpy(t->test_pixels, test->pixels, (size_t)t->n_test * IDX_PIXELS, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->test_labels, test->labels, (size_t)t->n_test, cudaMemcpyHostToDevice));
+        int *ident = (int *)xmalloc((size_t)t->n_test * sizeof(int));
+        for (int i = 0; i < t->n_test; i++) ident[i] = i;
+        t->test_order = (int *)dalloc((size_t)t->n_test * sizeof(int));
+        CUDA_CHECK(cudaMemcpy(t->test_order, ident, (size_t)t->n_test * sizeof(int), cudaMemcpyHostToDevice));
+        free(ident);
+    }
+    t->order = (int *)dalloc((size_t)n_train * sizeof(int));
+    CUDA_CHECK(cudaMallocHost(&t->h_order, (size_t)n_train * sizeof(int)));
+    CUDA_CHECK(cudaMallocHost(&t->h_next_order, (size_t)n_train * sizeof(int)));
+    for (int i = 0; i < n_train; i++) t->h_order[i] = i;
+    CUDA_CHECK(cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
+    draw_next_order(t);
+    t->params = (float *)dalloc(pb);
+    t->vel = (float *)dalloc(pb);
+    t->x = (float *)dalloc(bx);
+    t->xt = (float *)dalloc(bx);
+    t->z1 = (float *)dalloc(bh);
+    t->dz2 = (float *)dalloc(bc);
+    t->dz1 = (float *)dalloc(bh);
+    t->y = (int *)dalloc((size_t)batch * sizeof(int));
+    t->cursor = (int *)dalloc(sizeof(int));
+    t->correct = (int *)dalloc(sizeof(int));
+    t->eval_loss = (float *)dalloc(sizeof(float));
+    int steps = (n_train + batch - 1) / batch;
+    t->step_loss = (float *)dalloc((size_t)steps * sizeof(float));
+    t->h_step_loss = (float *)xmalloc((size_t)steps * sizeof(float));
+    CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
+    if (impl->family->create) impl->family->create(t);
+}
+
+static void trainer_set_params(Trainer *t, const float *host_params, float lr, float mu)
+{
+    t->lr = lr;
+    t->mu = mu;
+    CUDA_CHECK(cudaMemcpy(t->params, host_params, t->l.total * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(t->vel, 0, t->l.total * sizeof(float)));
+}
+
+static void trainer_destroy(Trainer *t)
+{
+    if (t->impl->family->destroy) t->impl->family->destroy(t);
+    void *dev[] = {t->pixels, t->labels, t->test_pixels, t->test_labels, t->order, t->test_order, t->params,
+                   t->vel, t->x, t->xt, t->z1, t->dz2, t->dz1, t->y, t->cursor, t->correct, t->step_loss,
+                   t->eval_loss};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        if (dev[i]) CUDA_CHECK(cudaFree(dev[i]));
+    for (int g = 0; g < 2; g++)
+        if (t->step_exec[g]) CUDA_CHECK(cudaGraphExecDestroy(t->step_exec[g]));
+    if (t->epoch_exec) CUDA_CHECK(cudaGraphExecDestroy(t->epoch_exec));
+    CUDA_CHECK(cudaFreeHost(t->h_order));
+    CUDA_CHECK(cudaFreeHost(t->h_next_order));
+    free(t->h_step_loss);
+    memset(t, 0, sizeof *t);
+}
+
+/* Test accuracy (percent) and mean loss over the test set, in batches of t->batch: the
+ * fp32 forward pass of every family here. */
+static double evaluate_fp32(Trainer *t, double *loss)
+{
+    const MlpLayout *l = &t->l;
+    CUDA_CHECK(cudaMemset(t->correct, 0, sizeof(int)));
+    CUDA_CHECK(cudaMemset(t->eval_loss, 0, sizeof(float)));
+    MlpSource src = {t->test_pixels, t->test_labels, t->test_order, t->mean, t->std};
+    MlpBatch dst = {t->x, NULL, t->y, NULL, 0};
+    for (int first = 0; first < t->n_test; first += t->batch) {
+        int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
+        launch_gather(&src, first, b, &dst);
+        gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1);
+        launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
+                                   t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
+    }
+    int correct;
+    float sum;
+    CUDA_CHECK(cudaMemcpy(&correct, t->correct, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&sum, t->eval_loss, sizeof(float), cudaMemcpyDeviceToHost));
+    if (loss) *loss = sum / t->n_test;
+    return 100.0 * correct / t->n_test;
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* Chapter 07: the table of trainers. Each row is one trainer (--impl NAME): its family of
+ * steps and the choices within it (see Impl in trainer.cuh). The check, the bench and
+ * --train walk this table, and find the rows they compare by name, never by position.
+ *
+ * A new trainer: a row here. A new family of steps: a file that defines its StepFamily
+ * (steps_unfused.cuh is the model), one #include below, and its rows. */
+#ifndef CH07_TRAINERS_CUH
+#define CH07_TRAINERS_CUH
+
+#include "steps_fed.cuh"
+#include "steps_fused.cuh"
+#include "steps_unfused.cuh"
+
+/* name, role, family, gemm, feed, sync_each, graph, vs */
+static const Impl IMPLS[] = {
+    {"naive", "naive", &UNFUSED_STEPS, GEMM_NAIVE, FEED_COPY, 1, GRAPH_NONE, NULL},
+    {"resident", "step", &UNFUSED_STEPS, GEMM_NAIVE, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
+    {"best_kernels", "step", &UNFUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
+    {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
+    {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL},
+    {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL},
+    {"optimized", "optimized", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas"},
+    {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL},
+};
+#define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
+
+/* The --kernel and --impl names: IMPLS's, filled in by list_impl_names before the command
+ * line is read. */
+static const char *IMPL_NAMES[NIMPLS + 1];
+
+static void list_impl_names(void)
+{
+    for (int i = 0; i < NIMPLS; i++) IMPL_NAMES[i] = IMPLS[i].name;
+    IMPL_NAMES[NIMPLS] = NULL;
+}
+
+/* The row named `name`, or -1. */
+static int impl_index(const char *name)
+{
+    for (int i = 0; i < NIMPLS; i++)
+        if (strcmp(IMPLS[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const Impl *find_impl(const char *name)
+{
+    int i = impl_index(name);
+    return i < 0 ? NULL : &IMPLS[i];
+}
+
+#endif
