@@ -42,7 +42,7 @@ typedef struct { Trainer *t; int stage; } StageCtx;
 static void run_stage(void *p)
 {
     StageCtx *c = (StageCtx *)p;
-    c->t->impl->family->run_stage(c->t, c->stage);
+    c->t->impl->family->stages->run(c->t, c->stage);
 }
 
 static void stage_csv_row(const char *path, const char *gpu, int batch, const char *impl, const char *stage, double us)
@@ -56,12 +56,13 @@ static void stage_csv_row(const char *path, const char *gpu, int batch, const ch
 
 static void stage_times(Trainer *t, int reps, double *us)
 {
-    if (t->impl->family->nstages > MAX_STAGES) {
+    const StepStages *stages = t->impl->family->stages;
+    if (stages->count > MAX_STAGES) {
         fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n", t->impl->name, MAX_STAGES);
         exit(1);
     }
     CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
-    for (int k = 0; k < t->impl->family->nstages; k++) {
+    for (int k = 0; k < stages->count; k++) {
         StageCtx c = {t, k};
         us[k] = 1e3 * time_median_ms(run_stage, &c, 3, reps);
     }
@@ -78,25 +79,25 @@ static int bench_epochs(const Impl *impl, int epochs)
 }
 
 /* Trainer a against trainer b (the one a's row names in `vs`): their launches side by
- * side (both timed, same family), their epoch times, and their accuracy. Returns 1 if
- * the accuracy check failed. */
+ * side (when both were timed, launch for launch the same), their epoch times, and their
+ * accuracy. Returns 1 if the accuracy check failed. */
 static int bench_versus(const Options *o, const DeviceInfo *info, int batch, int n_train, const char *size,
                         const TrainResult *res, double (*stage_us)[MAX_STAGES], int a, int b)
 {
     const Flags *f = &FLAGS;
-    const StepFamily *fam = IMPLS[a].family;
-    if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 && fam == IMPLS[b].family) {
+    const StepStages *stages = IMPLS[a].family->stages;
+    if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 && stages == IMPLS[b].family->stages) {
         printf("\none step, launch by launch (us, median of %d single launches), batch %d\n", o->reps, batch);
         printf("%-18s %12s %12s\n", "launch", IMPLS[a].name, IMPLS[b].name);
-        for (int st = 0; st < fam->nstages; st++)
-            printf("%-18s %12.2f %12.2f\n", fam->stage_names[st], stage_us[a][st], stage_us[b][st]);
+        for (int st = 0; st < stages->count; st++)
+            printf("%-18s %12.2f %12.2f\n", stages->names[st], stage_us[a][st], stage_us[b][st]);
         const int pair[2] = {a, b};
         for (int i = 0; i < 2; i++) {
             int k = pair[i];
             double sum = 0.0;
-            for (int st = 0; st < fam->nstages; st++) {
+            for (int st = 0; st < stages->count; st++) {
                 sum += stage_us[k][st];
-                if (f->stage_csv) stage_csv_row(f->stage_csv, info->name, batch, IMPLS[k].name, fam->stage_names[st], stage_us[k][st]);
+                if (f->stage_csv) stage_csv_row(f->stage_csv, info->name, batch, IMPLS[k].name, stages->names[st], stage_us[k][st]);
             }
             double step_us = 1e3 * res[k].median_ms / ((n_train + batch - 1) / batch);
             printf("  %s: the launches add up to %.1f us; a step of the epoch took %.1f us\n", IMPLS[k].name, sum, step_us);
@@ -139,7 +140,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
-        if (IMPLS[k].graph == GRAPH_EPOCH && IMPLS[k].family->nstages > 0) stage_times(&t, o->reps, stage_us[k]);
+        if (IMPLS[k].graph == GRAPH_EPOCH && IMPLS[k].family->stages) stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
     }
     int naive = -1, cublas = impl_index("cublas"), optimized = impl_index("optimized");

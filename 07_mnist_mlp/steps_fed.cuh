@@ -65,17 +65,10 @@ static void step_fed(Trainer *t, int step, int batch, float lr, float mu)
 }
 
 static const StepFamily FED_STEPS = {
-    .fused = 1,
-    .capturable = 0,
-    .create = fed_create,
-    .destroy = fed_destroy,
-    .begin_epoch = NULL,
-    .step = step_fed,
-    .evaluate = evaluate_fp32,
-    .tolerances = NULL,
-    .nstages = 0,
-    .stage_names = NULL,
-    .run_stage = NULL,
+    .fused = 1, .capturable = 0,
+    .create = fed_create, .destroy = fed_destroy,
+    .begin_epoch = NULL, .step = step_fed, .evaluate = evaluate_fp32,
+    .tolerances = NULL, .stages = NULL,
 };
 
 #endif

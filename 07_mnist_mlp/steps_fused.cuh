@@ -45,9 +45,6 @@ static void step_fused(Trainer *t, int s, int batch, float lr, float mu)
  * where a step's time goes. lr 0 and momentum 1 leave the parameters alone; repeated runs
  * of a launch only pile up values in scratch buffers. The cursor stays at 0 (no launch
  * here advances it), so the update gathers a whole batch each time. */
-static const char *const FUSED_STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward", "gemm_dW1",
-                                                "update_and_gather"};
-
 static void fused_stage(Trainer *t, int stage)
 {
     const MlpLayout *l = &t->l;
@@ -65,18 +62,16 @@ static void fused_stage(Trainer *t, int stage)
     }
 }
 
+static const char *const FUSED_STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward", "gemm_dW1",
+                                                "update_and_gather"};
+static const StepStages FUSED_STAGES = {(int)(sizeof FUSED_STAGE_NAMES / sizeof FUSED_STAGE_NAMES[0]),
+                                        FUSED_STAGE_NAMES, fused_stage};
+
 static const StepFamily FUSED_STEPS = {
-    .fused = 1,
-    .capturable = 1,
-    .create = NULL,
-    .destroy = NULL,
-    .begin_epoch = gather_first_batch,
-    .step = step_fused,
-    .evaluate = evaluate_fp32,
-    .tolerances = NULL,
-    .nstages = (int)(sizeof FUSED_STAGE_NAMES / sizeof FUSED_STAGE_NAMES[0]),
-    .stage_names = FUSED_STAGE_NAMES,
-    .run_stage = fused_stage,
+    .fused = 1, .capturable = 1,
+    .create = NULL, .destroy = NULL,
+    .begin_epoch = gather_first_batch, .step = step_fused, .evaluate = evaluate_fp32,
+    .tolerances = NULL, .stages = &FUSED_STAGES,
 };
 
 #endif

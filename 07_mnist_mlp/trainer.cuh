@@ -37,6 +37,13 @@ typedef struct {
 
 #define MAX_STAGES 8   /* launches of a step the bench may time one by one */
 
+/* A step's launches, for the bench to time one by one. */
+typedef struct {
+    int count;                          /* at most MAX_STAGES */
+    const char *const *names;
+    void (*run)(Trainer *t, int stage); /* launch `stage` alone */
+} StepStages;
+
 /* A family of steps. A new family is a file that defines one of these (and the functions
  * it points to), included by trainers.cuh, plus its rows in IMPLS there. */
 typedef struct {
@@ -58,10 +65,7 @@ typedef struct {
     /* test accuracy in percent, and the mean test loss into *loss if loss is not NULL */
     double (*evaluate)(Trainer *t, double *loss);
     const CheckTolerances *tolerances;  /* NULL: fp32's */
-    /* --bench: a step's launches, each run alone by run_stage (nstages 0: none) */
-    int nstages;
-    const char *const *stage_names;
-    void (*run_stage)(Trainer *t, int stage);
+    const StepStages *stages;           /* --bench: the launches it times (NULL: none) */
 } StepFamily;
 
 typedef struct {
@@ -72,8 +76,8 @@ typedef struct {
                           host and copied (synchronously, or double-buffered as in chapter 06) */
     int sync_each;     /* cudaDeviceSynchronize after every launch, loss read every step */
     int graph;         /* GRAPH_* */
-    const char *vs;    /* --bench: the trainer it is measured against, launch by launch, in
-                          epoch time and in accuracy (NULL: none) */
+    const char *vs;    /* --bench: the trainer it is measured against, its steps but another
+                          GEMM: launch by launch, in epoch time and in accuracy (NULL: none) */
 } Impl;
 
 struct Trainer {
