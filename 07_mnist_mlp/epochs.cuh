@@ -27,7 +27,7 @@ static void reset_epoch_counters(Trainer *t)
     CUDA_CHECK(cudaMemsetAsync(t->step_loss, 0, (size_t)steps_per_epoch(t) * sizeof(float), cudaStreamPerThread));
 }
 
-static void begin_epoch(Trainer *t)
+static void family_begin_epoch(Trainer *t)
 {
     if (t->impl->family->begin_epoch) t->impl->family->begin_epoch(t);
 }
@@ -44,7 +44,7 @@ static void trainer_prepare_graphs(Trainer *t)
         exit(1);
     }
     CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
-    begin_epoch(t);
+    family_begin_epoch(t);
     f->step(t, 0, batch_of_step(t, 0), 0.0f, 1.0f);
     int last = steps_per_epoch(t) - 1;
     if (last > 0) f->step(t, last, batch_of_step(t, last), 0.0f, 1.0f);
@@ -62,7 +62,7 @@ static void trainer_prepare_graphs(Trainer *t)
     } else {
         begin_capture();
         reset_epoch_counters(t);
-        begin_epoch(t);
+        family_begin_epoch(t);
         for (int s = 0; s < steps_per_epoch(t); s++) f->step(t, s, batch_of_step(t, s), t->lr, t->mu);
         t->epoch_exec = end_capture();
     }
@@ -96,7 +96,7 @@ static EpochResult run_epoch(Trainer *t)
         CUDA_CHECK(cudaGraphLaunch(t->epoch_exec, cudaStreamPerThread));
     } else {
         reset_epoch_counters(t);
-        begin_epoch(t);
+        family_begin_epoch(t);
         for (int s = 0; s < steps; s++) {
             int b = batch_of_step(t, s);
             if (t->impl->graph == GRAPH_STEP) CUDA_CHECK(cudaGraphLaunch(t->step_exec[b == t->batch ? 0 : 1], cudaStreamPerThread));

@@ -73,7 +73,9 @@ typedef struct {
     const StepFamily *family;
     int gemm;          /* GEMM_*: the products of gemm() below */
     int feed;          /* FEED_*: the training set on the GPU, or each batch gathered on the
-                          host and copied (synchronously, or double-buffered as in chapter 06) */
+                          host and copied (synchronously, or double-buffered as in chapter 06);
+                          the copying is the family's: FEED_COPY the unfused step's,
+                          FEED_DOUBLE_BUFFER the fed step's */
     int sync_each;     /* cudaDeviceSynchronize after every launch, loss read every step */
     int graph;         /* GRAPH_* */
     const char *vs;    /* --bench: the trainer it is measured against, its steps but another
