@@ -1,5 +1,6 @@
-/* Chapter 07: --bench. Every trainer's epoch time at a batch size, against PyTorch's rows
- * of the peer CSV (the ceiling when present, else the cublas trainer); the launches of a
+/* Chapter 07: --bench. Every trainer's epoch time at a batch size, against PyTorch's
+ * fastest configuration in the same precision from the peer CSV (else the cublas trainer);
+ * the launches of a
  * step one by one for the rows that have them; each trainer against the one its row
  * names in `vs` (optimized against cublas): epoch time and final accuracy. */
 #ifndef CH07_BENCH_CUH
@@ -13,26 +14,89 @@
 
 #define CHAPTER "07_mnist_mlp"
 
-/* PyTorch's epoch time for this batch size from the peer CSV, or 0 if absent. */
-static double peer_ms(const char *path, const char *kernel, int batch)
+/* The precision of a PyTorch row of the peer CSV: torch_<config> is fp32,
+ * torch_<config>_tf32 and torch_<config>_bf16 the others (torch_reference.py's names). */
+static const char *peer_precision(const char *kernel)
 {
-    if (!path) return 0.0;
-    FILE *f = fopen(path, "r");
+    size_t n = strlen(kernel);
+    if (n > 5 && !strcmp(kernel + n - 5, "_tf32")) return "tf32";
+    if (n > 5 && !strcmp(kernel + n - 5, "_bf16")) return "bf16";
+    return "fp32";
+}
+
+/* PyTorch's fastest configuration at this batch size in this precision (NULL: any) from the
+ * peer CSV: its epoch time (0 if there is none) and its name into name[len]. */
+static double peer_fastest(const char *path, int batch, const char *precision, char *name, size_t len)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    double best = 0.0;
+    name[0] = '\0';
     if (!f) return 0.0;
-    char line[512], want[64], size[32];
-    double found = 0.0;
-    snprintf(want, sizeof want, ",%s,%s,", CHAPTER, kernel);
-    snprintf(size, sizeof size, "%d", batch);
+    char line[512];
     while (fgets(line, sizeof line, f)) {
-        char *at = strstr(line, want);
-        if (!at) continue;
         char *fields[11];
         int nf = 0;
         for (char *tok = strtok(line, ","); tok && nf < 11; tok = strtok(NULL, ",")) fields[nf++] = tok;
-        if (nf == 11 && !strcmp(fields[4], size)) found = atof(fields[5]);
+        if (nf != 11 || strcmp(fields[1], CHAPTER) || strncmp(fields[2], "torch_", 6) || atoi(fields[4]) != batch)
+            continue;
+        if (precision && strcmp(peer_precision(fields[2]), precision)) continue;
+        double ms = atof(fields[5]);
+        if (ms > 0.0 && (best == 0.0 || ms < best)) best = ms, snprintf(name, len, "%s", fields[2]);
     }
     fclose(f);
-    return found;
+    return best;
+}
+
+/* The test accuracy a run named `impl` reached in its last epoch at this batch size, from
+ * the epoch CSV (PyTorch's runs append theirs there too), or -1. */
+static double epoch_csv_accuracy(const char *path, const char *impl, int batch, int *epochs)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    double acc = -1.0;
+    if (!f) return acc;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *fields[8];
+        int nf = 0;
+        for (char *tok = strtok(line, ","); tok && nf < 8; tok = strtok(NULL, ",")) fields[nf++] = tok;
+        if (nf == 8 && !strcmp(fields[1], impl) && atoi(fields[3]) == batch && atoi(fields[4]) >= *epochs)
+            *epochs = atoi(fields[4]), acc = atof(fields[6]);
+    }
+    fclose(f);
+    return acc;
+}
+
+/* Each trainer against PyTorch's fastest configuration in its own precision, and the
+ * tensor-core trainers also against PyTorch's fastest in any precision: epoch time, and
+ * (after 10 epochs at batch 256) the final accuracy within 0.3 points. Returns the number
+ * of failed accuracy checks. */
+static int bench_against_peer(const Options *o, int batch, const TrainResult *res)
+{
+    const Flags *f = &FLAGS;
+    char any_name[64], name[64], what[120], size[32];
+    double any_ms = peer_fastest(f->peer, batch, NULL, any_name, sizeof any_name);
+    int failed = 0;
+    snprintf(size, sizeof size, "%d", batch);
+    if (any_ms <= 0.0) return 0;
+    for (int k = 0; k < NIMPLS; k++) {
+        if (res[k].median_ms <= 0.0 || strcmp(IMPLS[k].role, "optimized")) continue;
+        double ms = peer_fastest(f->peer, batch, IMPLS[k].precision, name, sizeof name);
+        if (ms <= 0.0) continue;
+        printf("  %s: %.2fx faster than PyTorch's fastest %s configuration (%s, %.2f ms)", IMPLS[k].name,
+               ms / res[k].median_ms, IMPLS[k].precision, name, ms);
+        if (strcmp(name, any_name)) printf("; %.2fx its fastest in any precision (%s, %.2f ms)", any_ms / res[k].median_ms, any_name, any_ms);
+        printf("\n");
+        int epochs = 0;
+        double acc = epoch_csv_accuracy(f->epoch_csv, name, batch, &epochs);
+        if (acc < 0.0) continue;
+        snprintf(what, sizeof what, "%s vs %s accuracy", IMPLS[k].name, name);
+        if (res[k].epochs >= 10 && epochs >= 10 && batch == 256)
+            failed += !report_check(what, size, fabs(res[k].accuracy - acc), 0.3);
+        else
+            printf("  %s: %.2f%% vs %.2f%% (%d and %d epochs)\n", what, res[k].accuracy, acc, res[k].epochs, epochs);
+    }
+    (void)o;
+    return failed;
 }
 
 /* A step's launches timed one by one (median of --reps runs each), to see where a step's
@@ -143,20 +207,21 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         if (IMPLS[k].graph == GRAPH_EPOCH && IMPLS[k].family->stages) stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
     }
-    int naive = -1, cublas = impl_index("cublas"), optimized = impl_index("optimized");
+    int naive = -1, cublas = impl_index("cublas");
     for (int k = 0; k < NIMPLS && naive < 0; k++)
         if (!strcmp(IMPLS[k].role, "naive")) naive = k;
-    double torch_graphs = peer_ms(f->peer, "torch_graphs", batch);
-    const char *ceiling = torch_graphs > 0.0 ? "torch_graphs" : "cublas";
-    double ceiling_ms = torch_graphs > 0.0 ? torch_graphs : (cublas >= 0 ? res[cublas].median_ms : 0.0);
-    char size[32], title[200];
+    char size[32], title[240];
     snprintf(size, sizeof size, "%d", batch);
-    snprintf(title, sizeof title, "epoch time (ms), batch %d: %% ceiling = %s time / this time (above 100: faster)",
-             batch, ceiling);
+    snprintf(title, sizeof title, "epoch time (ms), batch %d: %% ceiling = the ceiling's time / this time (above 100: "
+             "faster); ceiling = PyTorch's fastest configuration in the trainer's precision, else the cublas trainer",
+             batch);
     table_header(title);
     double base = naive >= 0 ? res[naive].median_ms : 0.0;
     for (int k = 0; k < NIMPLS; k++) {
         if (res[k].median_ms <= 0.0) continue;
+        char ceiling[64] = "cublas";
+        double ceiling_ms = peer_fastest(f->peer, batch, IMPLS[k].precision, ceiling, sizeof ceiling);
+        if (ceiling_ms <= 0.0) snprintf(ceiling, sizeof ceiling, "cublas"), ceiling_ms = cublas >= 0 ? res[cublas].median_ms : 0.0;
         BenchRow r = {IMPLS[k].name, IMPLS[k].role, size, res[k].median_ms, res[k].median_ms, "ms", ceiling, ceiling_ms};
         table_row(&r, base);
         if (o->csv && csv_append(o->csv, info->name, CHAPTER, &r) != 0) exit(1);
@@ -169,9 +234,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         int vs = IMPLS[k].vs ? impl_index(IMPLS[k].vs) : -1;
         if (vs >= 0) failed += bench_versus(o, info, batch, n_train, size, res, stage_us, k, vs);
     }
-    if (optimized >= 0 && res[optimized].median_ms > 0.0 && torch_graphs > 0.0)
-        printf("  PyTorch with graphs / optimized: %.2fx, PyTorch eager / optimized: %.2fx\n",
-               torch_graphs / res[optimized].median_ms, peer_ms(f->peer, "torch_eager", batch) / res[optimized].median_ms);
+    failed += bench_against_peer(o, batch, res);
     free(p0);
     return failed;
 }

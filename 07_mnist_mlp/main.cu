@@ -77,6 +77,8 @@ int main(int argc, char **argv)
     list_impl_names();
     parse_args(argc, argv, &SPEC, &o);
     if (FLAGS.impl) o.kernel = FLAGS.impl;
+    if (FLAGS.train && !FLAGS.impl && o.kernel && strchr(o.kernel, ','))
+        cli_fail(&SPEC, "--train trains one trainer: give one --impl (or one --kernel), not a list");
     if (FLAGS.train && o.check && o.bench) o.check = o.bench = 0; /* --train alone: train only */
     if (FLAGS.train && FLAGS.load && FLAGS.epochs == 0 && FLAGS.save)
         cli_fail(&SPEC, "--save with --epochs 0 would only copy the --load file");

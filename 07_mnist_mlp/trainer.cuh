@@ -80,6 +80,8 @@ typedef struct {
     int graph;         /* GRAPH_* */
     const char *vs;    /* --bench: the trainer it is measured against, its steps but another
                           GEMM: launch by launch, in epoch time and in accuracy (NULL: none) */
+    const char *precision; /* of its products: "fp32", "tf32" or "bf16"; PyTorch in the same
+                              precision is its ceiling */
 } Impl;
 
 struct Trainer {

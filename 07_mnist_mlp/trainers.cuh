@@ -11,16 +11,16 @@
 #include "steps_fused.cuh"
 #include "steps_unfused.cuh"
 
-/* name, role, family, gemm, feed, sync_each, graph, vs */
+/* name, role, family, gemm, feed, sync_each, graph, vs, precision */
 static const Impl IMPLS[] = {
-    {"naive", "naive", &UNFUSED_STEPS, GEMM_NAIVE, FEED_COPY, 1, GRAPH_NONE, NULL},
-    {"resident", "step", &UNFUSED_STEPS, GEMM_NAIVE, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
-    {"best_kernels", "step", &UNFUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
-    {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL},
-    {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL},
-    {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL},
-    {"optimized", "optimized", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas"},
-    {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL},
+    {"naive", "naive", &UNFUSED_STEPS, GEMM_NAIVE, FEED_COPY, 1, GRAPH_NONE, NULL, "fp32"},
+    {"resident", "step", &UNFUSED_STEPS, GEMM_NAIVE, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"best_kernels", "step", &UNFUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL, "fp32"},
+    {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL, "fp32"},
+    {"optimized", "optimized", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas", "fp32"},
+    {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
 };
 #define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
 
