@@ -208,13 +208,18 @@ tc_mma_kernel(int M, int N, int K, float alpha, const typename Cfg::T *A, const 
                          Cfg::A_BYTES + wn * TC_TILE_ROW_BYTES, vec);
     int r = m0 + wm + lane / 4, c = n0 + wn + 2 * (lane % 4);
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) { /* 16 pairs at a time: their reads of C in flight together */
+        int rr[16], cc[16];
+        float2 v[16];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const float *d = acc[i][j];
-            tc_store_pair(C, M, N, r + 16 * i, c + 8 * j, d[0], d[1], alpha, beta, vec2);
-            tc_store_pair(C, M, N, r + 16 * i + 8, c + 8 * j, d[2], d[3], alpha, beta, vec2);
+            rr[2 * j] = r + 16 * i, rr[2 * j + 1] = r + 16 * i + 8;
+            cc[2 * j] = cc[2 * j + 1] = c + 8 * j;
+            v[2 * j] = make_float2(d[0], d[1]), v[2 * j + 1] = make_float2(d[2], d[3]);
         }
+        tc_store_pairs<16>(C, M, N, rr, cc, v, alpha, beta, vec2);
+    }
 }
 
 template <class Cfg>

@@ -35,27 +35,21 @@
 /* How a tile leaves the kernel: stored as alpha * acc + beta * C, or (split-K) added. */
 enum { TC_EPI_STORE, TC_EPI_ADD };
 
-/* Two neighbouring outputs of row r from column c: stored (tc_common.cuh's pair store),
- * or, for split-K, added into C with one 8-byte atomic where the row allows it. */
-template <int EPI>
-__device__ __forceinline__ void tc_store2(float *C, int M, int N, int r, int c, float v0, float v1,
-                                          float alpha, float beta, bool pairs)
+/* Split-K's epilogue: a pair added into C, with one 8-byte atomic where the row allows it. */
+__device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c, float v0, float v1, bool pairs)
 {
-    if constexpr (EPI == TC_EPI_STORE) {
-        tc_store_pair(C, M, N, r, c, v0, v1, alpha, beta, pairs);
+    if (r >= M || c >= N) return;
+    float *p = C + (size_t)r * N + c;
+    if (pairs && c + 1 < N) {
+        atomicAdd((float2 *)p, make_float2(v0, v1));
     } else {
-        if (r >= M || c >= N) return;
-        float *p = C + (size_t)r * N + c;
-        if (pairs && c + 1 < N) {
-            atomicAdd((float2 *)p, make_float2(alpha * v0, alpha * v1));
-        } else {
-            atomicAdd(p, alpha * v0);
-            if (c + 1 < N) atomicAdd(p + 1, alpha * v1);
-        }
+        atomicAdd(p, v0);
+        if (c + 1 < N) atomicAdd(p + 1, v1);
     }
 }
 
-/* The warpgroup's 64 x BN accumulators to C, rows from row0, columns from col0. */
+/* The warpgroup's 64 x BN accumulators to C, rows from row0, columns from col0: stored 16
+ * pairs at a time (tc_store_pairs: their reads of C in flight together), or added. */
 template <int BN, int EPI>
 __device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, int M, int N, int row0,
                                             int col0, float alpha, float beta, bool pairs)
@@ -63,9 +57,22 @@ __device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, 
     int t = threadIdx.x % 128;
     int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
 #pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-        tc_store2<EPI>(C, M, N, r, c + 8 * j, d[4 * j], d[4 * j + 1], alpha, beta, pairs);
-        tc_store2<EPI>(C, M, N, r + 8, c + 8 * j, d[4 * j + 2], d[4 * j + 3], alpha, beta, pairs);
+    for (int j0 = 0; j0 < BN / 8; j0 += 8) {
+        int rr[16], cc[16];
+        float2 v[16];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float *q = &d[4 * (j0 + j)];
+            rr[2 * j] = r, rr[2 * j + 1] = r + 8;
+            cc[2 * j] = cc[2 * j + 1] = c + 8 * (j0 + j);
+            v[2 * j] = make_float2(q[0], q[1]), v[2 * j + 1] = make_float2(q[2], q[3]);
+        }
+        if constexpr (EPI == TC_EPI_STORE) {
+            tc_store_pairs<16>(C, M, N, rr, cc, v, alpha, beta, pairs);
+        } else {
+#pragma unroll
+            for (int p = 0; p < 16; p++) tc_add_pair(C, M, N, rr[p], cc[p], alpha * v[p].x, alpha * v[p].y, pairs);
+        }
     }
 }
 

@@ -71,10 +71,13 @@ def precision_problem(torch, precision):
     return None
 
 
-def capture(torch, fn, error_mode="global"):
-    """fn's kernels recorded in a CUDA graph (nothing runs now): replay() runs them."""
+def capture(torch, fn, stream):
+    """fn's kernels recorded in a CUDA graph (nothing runs now): replay() runs them.
+    Captured on `stream`, the stream the warm-up ran on, so that everything a library sets
+    up per stream on first use (cuBLAS's workspace, say) exists before the capture begins;
+    thread_local: compile's worker threads may make CUDA calls meanwhile."""
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode=error_mode):
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
         fn()
     return graph
 
@@ -168,13 +171,12 @@ class Run:
         if self.config == "step_graph":
             for _, rows in self.shapes:
                 static_idx = torch.zeros(rows, dtype=torch.int64, device=self.perm.device)
-                self.graphs[rows] = (capture(torch, lambda idx=static_idx: self.step(idx)), static_idx)
+                self.graphs[rows] = (capture(torch, lambda idx=static_idx: self.step(idx), side), static_idx)
         elif self.config == "compile":
-            # no compiling inside a capture; compile's worker threads may touch CUDA meanwhile
-            with torch._dynamo.config.patch(error_on_recompile=True):
-                self.graph = capture(torch, self.all_steps, error_mode="thread_local")
+            with torch._dynamo.config.patch(error_on_recompile=True):  # no compiling inside a capture
+                self.graph = capture(torch, self.all_steps, side)
         elif self.config == "epoch_graph":
-            self.graph = capture(torch, self.all_steps)
+            self.graph = capture(torch, self.all_steps, side)
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         with torch.no_grad():
@@ -218,13 +220,14 @@ def train(torch, args, data, weights, batch, precision, config, orders, clock):
             torch._dynamo.reset()  # a fresh compile for each precision and batch size
         run = Run(torch, args, data, weights, batch, precision, config)
         warm, cap = run.prepare()
-    except Exception as e:  # torch.compile without Triton, a backend that fails here, ...
-        if config != "compile":
-            raise
+    except Exception as e:  # torch.compile without Triton, a capture that fails here, ...
         why = (str(e).strip().splitlines() or [""])[0][:300]
-        print(f"  {name} batch {batch}: skipped, torch.compile failed here: {type(e).__name__}: {why}")
+        what = "torch.compile or its capture" if config == "compile" else "the warm-up or the capture"
+        print(f"  {name} batch {batch}: skipped, {what} failed here: {type(e).__name__}: {why}")
         with contextlib.suppress(Exception):
-            torch._dynamo.reset()
+            torch.cuda.synchronize()
+            if config == "compile":
+                torch._dynamo.reset()
         return None
     clock.add("compile" if config == "compile" else "warm-up", warm)
     clock.add("capture", cap)
