@@ -13,7 +13,13 @@ parameter and momentum buffer in one kernel:
   compile      torch.compile(mode="max-autotune-no-cudagraphs") on forward + loss, whose
                backward AOTAutograd compiles too (fused elementwise kernels, autotuned
                matmuls); the optimizer step stays outside. Then the whole epoch in one
-               CUDA graph, as epoch_graph.
+               CUDA graph, as epoch_graph. Only the full batch is compiled: the epoch's one
+               last partial batch runs the uncompiled step inside the same graph (a second
+               max-autotune compile would cost about 45 s of a bench run for 1 step in 235).
+               In fp32 the matmuls stay cuBLAS's (max_autotune_gemm_backends "ATEN"): the
+               Triton fp32 templates fail to compile on an H100 with this PyTorch ("No valid
+               triton configs", out of shared memory), and without TF32 they would be
+               competing with cuBLAS SGEMM on the same FMA units anyway.
 
 Those are what a PyTorch user reaches for to make this loop fast: a fused optimizer, no
 per-kernel overhead (graphs), fewer and better kernels (compile). Each configuration runs
@@ -22,6 +28,12 @@ in each precision of --precisions:
   fp32  TF32 off (allow_tf32 False, matmul precision "highest"): the C trainers' math;
   tf32  TF32 matmuls (allow_tf32 True, precision "high");
   bf16  torch.autocast(bfloat16) around forward + loss; fp32 weights and fused SGD.
+
+Linear layers use cuBLAS's plain GEMM rather than cuBLASLt's bias-fused one
+(DISABLE_ADDMM_CUDA_LT=1, set below before torch is imported): in fp32 the cuBLASLt call
+fails inside a whole-epoch graph capture with CUBLAS_STATUS_INTERNAL_ERROR on an H100
+with PyTorch 2.11, which would leave epoch_graph without a row. compile does not use
+either path (inductor emits its own matmul calls and fuses the bias).
 
 Every configuration starts from the same weights and zero momentum: warm-up steps (where
 compile compiles) and graph capture come first, then the weights and momentum buffers are
@@ -32,7 +44,8 @@ configuration, precision and batch size, kernel torch_<config>[_<precision> unle
 judged against the fastest configuration of the same precision and batch.
 
 usage: torch_reference.py [--data DIR] [--batches 256,32] [--precisions fp32,tf32,bf16]
-                          [--epochs 10] [--timing-epochs 3] [--csv FILE] [--epoch-csv FILE]
+                          [--compile-batches 256] [--epochs 10] [--timing-epochs 3]
+                          [--csv FILE] [--epoch-csv FILE]
 """
 import argparse
 import contextlib
@@ -43,6 +56,8 @@ import time
 import types
 
 import torch_inputs as inputs
+
+os.environ.setdefault("DISABLE_ADDMM_CUDA_LT", "1")  # read by PyTorch at its first addmm (see above)
 
 CHAPTER = "07_mnist_mlp"
 CONFIGS = ("eager", "step_graph", "epoch_graph", "compile")
@@ -114,8 +129,14 @@ class Run:
         self.loss_fn = nn.CrossEntropyLoss()
         self.bf16 = precision == "bf16"
         self.loss = self.batch_loss
-        if config == "compile":  # dynamic=False: the full and the partial batch each get their own kernels
-            self.loss = torch.compile(self.batch_loss, mode=args.compile_mode, dynamic=False)
+        self.compiled = None
+        if config == "compile":  # the full batch only (see the top of this file)
+            self.compiled = torch.compile(self.batch_loss, mode=args.compile_mode, dynamic=False)
+            if precision == "fp32":
+                import torch._inductor.config as inductor_config
+                self.compile_patch = inductor_config.patch(max_autotune_gemm_backends="ATEN")
+            else:
+                self.compile_patch = contextlib.nullcontext()
         self.loss_sum = torch.zeros((), device=dev)
         self.perm = torch.arange(self.n, device=dev)  # this epoch's order, read by every step
         # (first row, rows) of one full batch and of the last partial one, if any
@@ -134,7 +155,11 @@ class Run:
     def step(self, idx):
         """One SGD step on rows idx; adds the batch's summed loss to loss_sum, on the GPU."""
         self.opt.zero_grad(set_to_none=True)
-        loss = self.loss(idx)
+        if self.compiled is not None and idx.shape[0] == self.batch:
+            with self.compile_patch:
+                loss = self.compiled(idx)
+        else:
+            loss = self.loss(idx)
         loss.backward()
         self.opt.step()
         self.loss_sum.add_(loss.detach(), alpha=idx.shape[0])
@@ -214,6 +239,9 @@ def train(torch, args, data, weights, batch, precision, config, orders, clock):
     when it could not run here (the reason printed)."""
     name = kernel_name(config, precision)
     epochs = args.epochs if config in ("epoch_graph", "compile") else min(args.timing_epochs, args.epochs)
+    if config == "compile" and args.compile_batches is not None and batch not in args.compile_batches:
+        print(f"  {name} batch {batch}: not run (--compile-batches {','.join(map(str, args.compile_batches))})")
+        return None
     try:
         if config == "compile":
             import torch._dynamo
@@ -331,6 +359,9 @@ def parse_args(argv=None):
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
                    help="torch.compile's mode for compile (default max-autotune-no-cudagraphs; "
                         "'default' compiles in a fraction of the time, with untuned matmuls)")
+    p.add_argument("--compile-batches", type=csv_list(int), default=None,
+                   help="batch sizes at which compile runs (default: every one of --batches); "
+                        "each costs a max-autotune compile of about 45 s on an H100")
     p.add_argument("--hidden", type=positive, default=1024)
     p.add_argument("--lr", type=float, help="learning rate (default 0.05 x batch / 256, as mnist_mlp)")
     p.add_argument("--momentum", type=float, default=0.9)
