@@ -22,28 +22,13 @@
 #include "sgemm_splitk.cuh"
 #include "sgemm_thin.cuh"
 
-/* One launch of tile t (SGEMM_TILE_*) with `splits` K ranges. */
-static inline void sgemm_best_launch(int t, int M, int N, int K, float alpha, const float *A,
-                                     const float *B, int ldb, float beta, float *C, int splits)
-{
-    switch (t) {
-    case SGEMM_TILE_HOPPER:
-        sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, ldb, beta, C, splits);
-        break;
-    case SGEMM_TILE_WIDE:
-        sgemm_pipelined_launch<SgemmSplitWideCfg>(M, N, K, alpha, A, B, ldb, beta, C, splits);
-        break;
-    case SGEMM_TILE_SMALL:
-        sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, ldb, beta, C, splits);
-        break;
-    case SGEMM_TILE_THIN_M:
-        sgemm_pipelined_launch<SgemmThinMCfg>(M, N, K, alpha, A, B, ldb, beta, C, splits);
-        break;
-    default:
-        sgemm_pipelined_launch<SgemmThinNCfg>(M, N, K, alpha, A, B, ldb, beta, C, splits);
-        break;
-    }
-}
+/* One launch of tile t with `splits` K ranges: the launcher of each SGEMM_TILE_*. */
+typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float *A,
+                                  const float *B, int ldb, float beta, float *C, int splits);
+static const SgemmTileLauncher SGEMM_TILE_LAUNCHERS[SGEMM_NTILES] = {
+    sgemm_pipelined_launch<SgemmHopperCfg>, sgemm_pipelined_launch<SgemmSplitWideCfg>,
+    sgemm_pipelined_launch<SgemmSmallCfg>, sgemm_pipelined_launch<SgemmThinMCfg>,
+    sgemm_pipelined_launch<SgemmThinNCfg>};
 
 /* The tile's geometry as compiled (sweep.sh rebuilds hopper with other values), and the
  * blocks per SM of its unsplit and split kernels. */
@@ -186,9 +171,9 @@ static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, 
         if (padded) B = padded, ldb = ld;
     }
     if (p.top_rows > 0)
-        sgemm_best_launch(p.top.tile, p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
-    sgemm_best_launch(p.rest.tile, M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B,
-                      ldb, beta, C + (size_t)p.top_rows * N, p.rest.splits);
+        SGEMM_TILE_LAUNCHERS[p.top.tile](p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
+    SGEMM_TILE_LAUNCHERS[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B,
+                                      ldb, beta, C + (size_t)p.top_rows * N, p.rest.splits);
 }
 
 #endif
