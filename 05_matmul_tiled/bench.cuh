@@ -7,6 +7,7 @@
 #define CH05_BENCH_CUH
 
 #include <math.h>
+#include <string.h>
 
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
@@ -84,6 +85,35 @@ static float time_within_budget(TimedFn run, void *ctx, int max_reps)
 
 static double tflops(Shape s, double ms) { return 2.0 * s.M * s.N * (double)s.K / (ms * 1e-3) / 1e12; }
 
+/* Every time this run measured, for the summaries that look across shapes (the shape
+ * sweep's, shape_sweep.cuh). */
+typedef struct {
+    Shape s;
+    const char *kernel;
+    double ms;
+} BenchRecord;
+#define BENCH_LOG_MAX 4096
+static BenchRecord bench_log[BENCH_LOG_MAX];
+static int bench_log_count = 0;
+
+static void bench_log_add(Shape s, const char *kernel, double ms)
+{
+    if (bench_log_count == BENCH_LOG_MAX) return;
+    BenchRecord r = {s, kernel, ms};
+    bench_log[bench_log_count++] = r;
+}
+
+/* The latest time of `kernel` on s in this run, or 0 if it was not timed there. */
+static double bench_log_ms(Shape s, const char *kernel)
+{
+    for (int i = bench_log_count - 1; i >= 0; i--) {
+        const BenchRecord *r = &bench_log[i];
+        if (r->s.M == s.M && r->s.N == s.N && r->s.K == s.K && !strcmp(r->kernel, kernel))
+            return r->ms;
+    }
+    return 0.0;
+}
+
 /* The fp32 versions' operands: every set's A, B and C are the same uniform [-1, 1) floats. */
 typedef struct {
     Shape s;
@@ -130,6 +160,7 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, const
     bench_alloc(&b, s, info, o->seed);
     const Version *cublas = &versions[count - 1];
     float cublas_ms = time_version(&b, cublas->launch, o->reps);
+    bench_log_add(s, cublas->name, cublas_ms);
     double ceiling = tflops(s, cublas_ms);
     char title[160];
     snprintf(title, sizeof title, "sgemm %s: TFLOP/s = 2MNK / time; ceiling = cuBLAS SGEMM fp32 "
@@ -145,6 +176,7 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, const
             continue;
         }
         float ms = time_version(&b, versions[v].launch, o->reps);
+        bench_log_add(s, versions[v].name, ms);
         if (last_ms) last_ms[v] = ms;
         if (v == 0) base_ms = ms;
         BenchRow r = {versions[v].name, versions[v].role, size, ms, tflops(s, ms), "TFLOP/s",

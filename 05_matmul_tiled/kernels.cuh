@@ -1,5 +1,5 @@
 /* Chapter 05: C = alpha * A * B + beta * C in fp32, row-major, ten steps from a naive
- * kernel to one tuned for Hopper.
+ * kernel to one tuned for Hopper, and the versions and the dispatcher for other shapes.
  *
  * This file is the chapter's index: every family of versions lives in a file of its own
  * beside it, and including this one (chapter 07 includes "05_matmul_tiled/kernels.cuh")
@@ -29,6 +29,11 @@
  *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
  *   sgemm_splitk_8x8     split-K with 64x128 tiles, 8x8 per thread, vector atomics, and
  *                        the split count chosen to balance the SMs (the MLP's shapes)
+ * sgemm_thin.cuh
+ *   sgemm_thin_m         32x128 tiles, for C with few rows (a 64-row tile would be mostly empty)
+ *   sgemm_thin_n         128x32 tiles, for C with few columns
+ * sgemm_model.h           (plain C) the model sgemm_best chooses by: waves, occupancy, the
+ *                        remainder wave, a measured efficiency per tile
  * sgemm_best.cuh
  *   sgemm_best           the dispatcher (below)
  *
@@ -41,10 +46,14 @@
  * Pointers that are not 16-byte aligned or rows whose length is not a multiple of 4 just
  * turn off the 16-byte loads. beta == 0 never reads C (C may hold garbage or NaN).
  *
- *     sgemm_best(...)  same signature: picks sgemm_hopper for large C, and sgemm_splitk_8x8,
- *                      sgemm_hopper_small or sgemm_splitk when the large tiles would leave
- *                      SMs idle (see the chapter README for which wins on each chapter-07
- *                      shape). Use this one.
+ *     sgemm_best(...)  same signature: runs each shape the way the model of sgemm_model.h
+ *                      predicts fastest on this GPU: one of the tiles of hopper,
+ *                      splitk_8x8, hopper_small, thin_m or thin_n, split-K or not, the
+ *                      rows that fill whole waves apart from the rest, B copied into
+ *                      padded rows when N % 4 != 0 (see the chapter README's "Any shape").
+ *                      Use this one. For the padded B it keeps one device buffer, made on
+ *                      the first call that needs one (never during a graph capture) and
+ *                      freed at exit.
  *
  * The tuned kernel's parameters can be set at compile time (-DSGEMM_TUNED_BM=... and the
  * seven others next to SgemmHopperCfg in sgemm_pipelined.cuh); sweep.sh rebuilds with
@@ -59,6 +68,7 @@
 #include "sgemm_warptile.cuh"
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
+#include "sgemm_thin.cuh"
 #include "sgemm_best.cuh"
 
 #endif

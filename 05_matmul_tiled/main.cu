@@ -3,10 +3,11 @@
  * --check validates every version against a double-precision CPU product (normwise
  * relative error) on awkward shapes; --bench times every version against cuBLAS in the
  * same precision (SGEMM with TF32 off for fp32, GemmEx for the tensor cores) on the same
- * shape in the same run.
+ * shape in the same run; --sweep adds the fp32 shape sweep.
  * This file holds the version tables, the shapes, the command line and main; check.cuh the
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
- * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench. */
+ * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench,
+ * shape_sweep.cuh the shape sweep. */
 #include "bench.cuh"
 #include "ceilings.cuh"
 #include "check.cuh"
@@ -14,6 +15,7 @@
 #include "common/cuda_utils.cuh"
 #include "driver.cuh"
 #include "kernels.cuh"
+#include "shape_sweep.cuh"
 #include "tc_driver.cuh"
 
 /* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
@@ -32,6 +34,8 @@ static const Version VERSIONS[] = {
     {"hopper_small", "step", sgemm_hopper_small, SgemmSmallCfg::SMEM_BYTES},
     {"splitk", "step", sgemm_splitk, SgemmSmallCfg::SMEM_BYTES},
     {"splitk_8x8", "step", sgemm_splitk_8x8, SgemmSplitWideCfg::SMEM_BYTES},
+    {"thin_m", "step", sgemm_thin_m, SgemmThinMCfg::SMEM_BYTES},
+    {"thin_n", "step", sgemm_thin_n, SgemmThinNCfg::SMEM_BYTES},
     {"best", "step", sgemm_best, 0},
     {"cublas", "ceiling", sgemm_cublas, 0},
 };
@@ -66,7 +70,7 @@ static const TcVersion<float> TC_TF32[] = {
 static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
     "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
-    "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
+    "thin_m", "thin_n", "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
     "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
     "wmma_tf32", "mma_pipeline_tf32", "wgmma_tf32", "wgmma_ws_tf32", "wgmma_persistent_tf32",
     "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};
@@ -98,6 +102,17 @@ static const int TC_BENCH_SHAPES[][3] = {
     {256, 1024, 784}, {1024, 784, 256}, {32, 1024, 784}, {1024, 784, 32}};
 #define NTC_BENCH (int)(sizeof TC_BENCH_SHAPES / sizeof TC_BENCH_SHAPES[0])
 
+/* --sweep: also the shape sweep (shape_sweep.h, shape_sweep.cuh). */
+static int sweep = 0;
+
+static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t errlen, void *ctx)
+{
+    (void)argc, (void)err, (void)errlen;
+    if (strcmp(argv[*i], "--sweep")) return 0;
+    *(int *)ctx = 1;
+    return 1;
+}
+
 static const ProgramSpec SPEC = {
     "matmul_tiled",
     "Chapter 05: C = alpha*A*B + beta*C, an fp32 ladder from naive to Hopper-tuned against cuBLAS "
@@ -108,7 +123,12 @@ static const ProgramSpec SPEC = {
     "                   the chapter-07 MLP shapes, 4096, and for the tensor cores K = 1, K % 8 != 0,\n"
     "                   tall-skinny and chapter 07's tensor-core products; bench default: squares\n"
     "                   256..8192 and the MLP shapes, tensor cores 2048..8192 and the MLP shapes)",
-    NULL, KERNEL_NAMES, 3, 65536LL, NULL, NULL};
+    "  --sweep          also the fp32 shape sweep: squares N-1, N, N+1 around 1024..8192,\n"
+    "                   products with one dimension in 16..128, and 48 random shapes\n"
+    "                   (dimensions log-uniform in 1..8192, drawn from --seed); --check runs the\n"
+    "                   versions sgemm_best uses on each, --bench times best, hopper and cuBLAS\n"
+    "                   on each and sums up best's % of cuBLAS over every shape it timed\n",
+    KERNEL_NAMES, 3, 65536LL, parse_chapter_flag, &sweep};
 
 static double shape_bytes(Shape s)
 {
@@ -134,9 +154,11 @@ static int run_checks(const Options *o)
     printf("\ncheck (seed %llu, alpha %g, beta 0 on a poisoned C and beta %g): normwise "
            "relative error against a double-precision CPU product\n", o->seed, ALPHA, BETA);
     int failures = 0;
-    if (table_selected(o, VERSIONS, NVERSIONS))
+    if (table_selected(o, VERSIONS, NVERSIONS)) {
         for (int i = 0; i < (o->nsizes ? o->nsizes : NCHECK); i++)
             failures += check_shape(o, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS);
+        if (sweep) failures += check_sweep(o, VERSIONS, NVERSIONS);
+    }
     if (table_selected(o, TC_BF16, NTC_BF16) || table_selected(o, TC_TF32, NTC_TF32)) {
         printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference computed\n"
                "from the rounded inputs):\n");
@@ -165,6 +187,7 @@ static void run_bench(const Options *o, const DeviceInfo *info)
             }
             for (int i = 5; i < 5 + NMLP; i++) bench_shape(o, info, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS, NULL);
         }
+        if (sweep) bench_sweep(o, info, VERSIONS, NVERSIONS);
     }
     for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_BENCH); i++) {
         Shape s = shape_at(o, TC_BENCH_SHAPES, i);
@@ -188,6 +211,10 @@ int main(int argc, char **argv)
     if (o.nsizes) largest = 0.0;
     for (int i = 0; i < o.nsizes; i++) {
         double b = shape_bytes(shape_of(&o.sizes[i]));
+        largest = b > largest ? b : largest;
+    }
+    if (sweep) {
+        double b = sweep_largest_bytes(o.seed);
         largest = b > largest ? b : largest;
     }
     require_device_memory(&SPEC, &info, largest, "A, B and C");

@@ -1,7 +1,13 @@
 """Chapter 05's own figures, drawn by plots/plot.py:
-  05_matmul_tiled_sweep.png  GFLOP/s of every version against the square size N (N x N x N)
-  05_matmul_tiled_mlp.png    time of every version on each chapter-07 MLP shape
+  05_matmul_tiled_sweep.png   GFLOP/s of every version against the square size N (N x N x N)
+  05_matmul_tiled_mlp.png     time of every version on each chapter-07 MLP shape
+  05_matmul_tiled_shapes.png  the shape sweep (--sweep): best's % of cuBLAS on every shape
+                              timed, against M*N*K, with the geometric mean and the worst
+                              shape, one panel per GPU
+The shape sweep times only SWEEP_KERNELS; the shapes where more versions ran are the
+ladder's, and only those go into the first two figures and the chapter's main figure.
 """
+import math
 import os
 
 import matplotlib
@@ -23,8 +29,23 @@ def unique(seq):
     return list(dict.fromkeys(seq))
 
 
+SWEEP_KERNELS = {"best", "hopper", "cublas"}
+
+
+def ladder_sizes(rows):
+    """Sizes at which versions other than the shape sweep's three ran."""
+    return {r["size"] for r in rows if r["kernel"] not in SWEEP_KERNELS}
+
+
+def main_rows(rows):
+    """The rows of the chapter's main figure (plots/plot.py): the ladder's sizes."""
+    sizes = ladder_sizes(rows)
+    return [r for r in rows if r["size"] in sizes]
+
+
 def draw_sweep(rows, gpu, out_dir):
-    square = [r for r in rows if dims(r["size"]) and len(set(dims(r["size"]))) == 1]
+    sizes = ladder_sizes(rows)
+    square = [r for r in rows if r["size"] in sizes and dims(r["size"]) and len(set(dims(r["size"]))) == 1]
     if not square:
         return
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -50,7 +71,9 @@ def draw_sweep(rows, gpu, out_dir):
 
 
 def draw_mlp(rows, gpu, out_dir):
-    shapes = unique(r["size"] for r in rows if dims(r["size"]) and len(set(dims(r["size"]))) > 1)
+    sizes = ladder_sizes(rows)
+    shapes = unique(r["size"] for r in rows
+                    if r["size"] in sizes and dims(r["size"]) and len(set(dims(r["size"]))) > 1)
     if not shapes:
         return
     kernels = unique(r["kernel"] for r in rows if r["size"] in shapes)
@@ -75,8 +98,72 @@ def draw_mlp(rows, gpu, out_dir):
     print(f"wrote {path}")
 
 
+def sweep_points(rows, kernel):
+    """(M*N*K, % of cuBLAS, size) for every shape where kernel and cuBLAS were both timed."""
+    cublas = {r["size"]: r["time_ms"] for r in rows if r["kernel"] == "cublas"}
+    pts = []
+    for r in rows:
+        d = dims(r["size"])
+        if r["kernel"] == kernel and d and r["size"] in cublas and r["time_ms"] > 0:
+            pts.append((d[0] * d[1] * d[2], 100.0 * cublas[r["size"]] / r["time_ms"], r["size"]))
+    return sorted(pts)
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 0.0
+
+
+def shapes_panel(ax, rows, gpu):
+    """One GPU's shapes: best's and hopper's % of cuBLAS against M*N*K."""
+    best = sweep_points(rows, "best")
+    hopper = sweep_points(rows, "hopper")
+    if hopper:
+        ax.scatter([p[0] for p in hopper], [p[1] for p in hopper], s=12, marker="x", color="#999999",
+                   label="hopper (128x256 tiles on every shape)")
+    ax.scatter([p[0] for p in best], [p[1] for p in best], s=22, color="#55a868", zorder=3,
+               label="best (sgemm_best: the model's choice)")
+    mean = geomean([p[1] for p in best])
+    large = [p[1] for p in best if p[0] >= 2 ** 30]
+    ax.axhline(100, color="#4c72b0", linestyle="--", linewidth=1.2, label="cuBLAS SGEMM fp32 = 100%")
+    ax.axhline(mean, color="#55a868", linewidth=1.2,
+               label=f"best's geometric mean {mean:.1f}% ({len(best)} shapes)"
+                     + (f"; {geomean(large):.1f}% at M*N*K >= 2^30" if large else ""))
+    ax.axhline(90, color="#c44e52", linestyle=":", linewidth=1.0,
+               label="90%: the aim for every shape with M*N*K >= 2^30")
+    ax.axvline(2 ** 30, color="#cccccc", linewidth=0.8)
+    worst = min(best, key=lambda p: p[1])
+    ax.annotate(f"worst: {worst[2]} ({worst[1]:.0f}%)", (worst[0], worst[1]), xytext=(12, -16),
+                textcoords="offset points", fontsize=8, color="#c44e52",
+                arrowprops={"arrowstyle": "-", "color": "#c44e52"})
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M * N * K (log scale; the grey line is 2^30)")
+    ax.set_ylabel("% of cuBLAS (its time / ours), higher is better")
+    ax.set_title(gpu, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def draw_shapes(rows, out_dir):
+    """best's % of cuBLAS on every shape a run timed both on (the shape sweep and the
+    bench's own shapes: the set matmul_tiled --bench --sweep sums up), a panel per GPU."""
+    gpus = [g for g in unique(r["gpu"] for r in rows)
+            if len(sweep_points([r for r in rows if r["gpu"] == g], "best")) >= 2]
+    if not gpus:
+        return
+    fig, axes = plt.subplots(1, len(gpus), figsize=(9 * len(gpus), 5.5), squeeze=False, sharey=True)
+    for ax, gpu in zip(axes[0], gpus):
+        shapes_panel(ax, [r for r in rows if r["gpu"] == gpu], gpu)
+    fig.suptitle(f"{CHAPTER}: fp32 SGEMM on any shape, sgemm_best against cuBLAS")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{CHAPTER}_shapes.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def draw(rows, out_dir):
     for gpu in unique(r["gpu"] for r in rows):
         mine = [r for r in rows if r["gpu"] == gpu]
         draw_sweep(mine, gpu, out_dir)
         draw_mlp(mine, gpu, out_dir)
+    draw_shapes(rows, out_dir)

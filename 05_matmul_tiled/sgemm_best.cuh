@@ -1,35 +1,179 @@
-/* Chapter 05, sgemm_best: the launcher to call (chapter 07 does). It picks one of the fp32
- * versions by the shape of C and what the GPU allows; the README's chapter-07 table says
- * which version wins on each of the MLP's shapes. */
+/* Chapter 05, sgemm_best: the launcher to call (chapter 07 does). For each shape it asks
+ * the model of sgemm_model.h which way to run it is fastest on this GPU, and runs that:
+ *   - one of five tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
+ *     hopper_small's 64x64, thin_m's 32x128 and thin_n's 128x32;
+ *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs;
+ *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
+ *     left over (the remainder wave) with whatever suits them;
+ *   - and, before any of it, B copied into rows padded to a multiple of 4 floats when N is
+ *     not one and the product is large enough to pay for the copy (16-byte copies of B).
+ * The model needs the GPU's SM count, clock and memory bandwidth and each kernel's
+ * occupancy, all asked of the CUDA runtime here; nothing in it is tuned per GPU. Plans are
+ * remembered per shape, so a program calling the same shapes (chapter 07) pays for the
+ * model once per shape. */
 #ifndef CH05_SGEMM_BEST_CUH
 #define CH05_SGEMM_BEST_CUH
 
+#include <stdlib.h>
+
 #include "sgemm_common.cuh"
+#include "sgemm_model.h"
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
+#include "sgemm_thin.cuh"
 
-/* The large tiles when they make about a wave (3/4 of the SMs busy or more: the Hopper
- * configuration, or double_buffer's tiles on a GPU whose blocks cannot have the Hopper
- * configuration's shared memory); else, for a short K, the small tiles; else, when C has at least 64 columns, splitk_8x8; for
- * narrower C (the 10 classes of an MLP's output layer, where a 128-wide tile would be
- * mostly empty) the small tiles when they fill the SMs, else split-K over them. */
+/* One launch of tile t with `splits` K ranges: the launcher of each SGEMM_TILE_*. */
+typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float *A,
+                                  const float *B, int ldb, float beta, float *C, int splits);
+static const SgemmTileLauncher SGEMM_TILE_LAUNCHERS[SGEMM_NTILES] = {
+    sgemm_pipelined_launch<SgemmHopperCfg>, sgemm_pipelined_launch<SgemmSplitWideCfg>,
+    sgemm_pipelined_launch<SgemmSmallCfg>, sgemm_pipelined_launch<SgemmThinMCfg>,
+    sgemm_pipelined_launch<SgemmThinNCfg>};
+
+/* The tile's geometry as compiled (sweep.sh rebuilds hopper with other values), and the
+ * blocks per SM of its unsplit and split kernels. */
+template <typename Cfg>
+static inline void sgemm_best_tile(SgemmMachine *m, int t)
+{
+    m->tiles[t] = SGEMM_TILES[t];
+    m->tiles[t].bm = Cfg::BM, m->tiles[t].bn = Cfg::BN, m->tiles[t].bk = Cfg::BK;
+    m->tiles[t].warps = Cfg::THREADS / 32;
+    m->occupancy[t] = sgemm_pipelined_occupancy<Cfg, SGEMM_EPI_STORE>();
+    m->split_occupancy[t] = sgemm_pipelined_occupancy<Cfg, SGEMM_EPI_ATOMIC4>();
+}
+
+/* What the model knows of this GPU, asked once. */
+static inline const SgemmMachine *sgemm_best_machine(void)
+{
+    static SgemmMachine m;
+    static bool ready = false;
+    if (ready) return &m;
+    int dev, major, minor, clock_khz, mem_khz, bus_bits;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    /* A GPU that reports no clock or memory numbers gets typical ones: only their ratio
+     * to each other and to launch_us matters to the choice. */
+    if (clock_khz <= 0) clock_khz = 1500000;
+    if (mem_khz <= 0 || bus_bits <= 0) mem_khz = 1000000, bus_bits = 4096;
+    /* fp32 FMA lanes per SM: 64 on sm_70 and sm_80, 128 from sm_86 on (Hopper: 128). */
+    int lanes = (major == 7 || (major == 8 && minor == 0)) ? 64 : 128;
+    m.sms = sgemm_sm_count();
+    m.fma_per_us = lanes * (clock_khz / 1e3);
+    m.dram_bytes_per_us = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e6; /* double data rate */
+    m.launch_us = 2.0; /* measured: the C = beta * C launch of split-K */
+    sgemm_best_tile<SgemmHopperCfg>(&m, SGEMM_TILE_HOPPER);
+    sgemm_best_tile<SgemmSplitWideCfg>(&m, SGEMM_TILE_WIDE);
+    sgemm_best_tile<SgemmSmallCfg>(&m, SGEMM_TILE_SMALL);
+    sgemm_best_tile<SgemmThinMCfg>(&m, SGEMM_TILE_THIN_M);
+    sgemm_best_tile<SgemmThinNCfg>(&m, SGEMM_TILE_THIN_N);
+    ready = true;
+    return &m;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * B in padded rows: dst (K x ld, ld = N rounded up to 4) = B, zeros in the extra columns,
+ * so every row starts 16-byte aligned. One thread per float4 of dst. It reads B once and
+ * writes it once: at 3.35 TB/s, 40 us for a 4095 x 4095 B, 1.4% of that product's 2.9 ms. */
+__global__ void sgemm_pad_rows_kernel(const float *B, int rows, int cols, float *dst, int ld)
+{
+    size_t quads = (size_t)rows * (ld / 4);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < quads;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / (ld / 4);
+        int c = (int)(i % (ld / 4)) * 4;
+        const float *src = B + r * cols;
+        float4 v;
+        v.x = c < cols ? src[c] : 0.0f;
+        v.y = c + 1 < cols ? src[c + 1] : 0.0f;
+        v.z = c + 2 < cols ? src[c + 2] : 0.0f;
+        v.w = c + 3 < cols ? src[c + 3] : 0.0f;
+        *(float4 *)(dst + r * ld + c) = v;
+    }
+}
+
+/* The scratch buffer for the padded B: grown when a larger one is needed (which
+ * synchronizes the GPU, so a timed loop meets it in its warm-up run), freed at exit. */
+static float *sgemm_best_scratch = NULL;
+static size_t sgemm_best_scratch_bytes = 0;
+
+static void sgemm_best_free_scratch(void)
+{
+    if (sgemm_best_scratch) cudaFree(sgemm_best_scratch);
+    sgemm_best_scratch = NULL;
+}
+
+/* The padded copy of B, or NULL when there is none and none may be made now (a CUDA graph
+ * is being captured: no allocation then). */
+static inline const float *sgemm_best_padded_b(const float *B, int K, int N, int ld)
+{
+    size_t bytes = (size_t)K * ld * sizeof(float);
+    if (bytes > sgemm_best_scratch_bytes) {
+        cudaStreamCaptureStatus capturing;
+        CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
+        if (capturing != cudaStreamCaptureStatusNone) return NULL;
+        if (sgemm_best_scratch == NULL) atexit(sgemm_best_free_scratch);
+        else CUDA_CHECK(cudaFree(sgemm_best_scratch));
+        CUDA_CHECK(cudaMalloc(&sgemm_best_scratch, bytes));
+        sgemm_best_scratch_bytes = bytes;
+    }
+    size_t quads = (size_t)K * (ld / 4), blocks = (quads + 255) / 256;
+    sgemm_pad_rows_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256>>>(B, K, N,
+                                                                         sgemm_best_scratch, ld);
+    CHECK_LAUNCH();
+    return sgemm_best_scratch;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The model's plan for a shape, remembered: the last SGEMM_BEST_CACHE shapes asked. */
+#define SGEMM_BEST_CACHE 32
+typedef struct {
+    int M, N, K, beta_kind, b_aligned; /* beta_kind: 0 for beta == 0, 1 for beta == 1, else 2 */
+    SgemmPlan plan;
+} SgemmCachedPlan;
+
+static inline SgemmPlan sgemm_best_plan(int M, int N, int K, float beta, int b_aligned)
+{
+    static SgemmCachedPlan cache[SGEMM_BEST_CACHE];
+    static int used = 0, next = 0;
+    int beta_kind = beta == 0.0f ? 0 : (beta == 1.0f ? 1 : 2);
+    for (int i = 0; i < used; i++) {
+        const SgemmCachedPlan *c = &cache[i];
+        if (c->M == M && c->N == N && c->K == K && c->beta_kind == beta_kind &&
+            c->b_aligned == b_aligned)
+            return c->plan;
+    }
+    SgemmCachedPlan c = {M, N, K, beta_kind, b_aligned,
+                         sgemm_model_plan(sgemm_best_machine(), M, N, K, beta, b_aligned)};
+    cache[next] = c;
+    next = (next + 1) % SGEMM_BEST_CACHE;
+    if (used < SGEMM_BEST_CACHE) used++;
+    return c.plan;
+}
+
+/* What sgemm_best runs for this call (the bench prints it next to the prediction). */
+static inline SgemmPlan sgemm_best_plan_for(int M, int N, int K, float beta, const float *B)
+{
+    return sgemm_best_plan(M, N, K, beta, N % 4 == 0 && sgemm_aligned16(B));
+}
+
 static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,
                               float beta, float *C)
 {
-    int sms = sgemm_sm_count();
-    if (4 * sgemm_blocks(M, N, SgemmHopperCfg::BM, SgemmHopperCfg::BN) >= 3LL * sms) {
-        if (SgemmHopperCfg::SMEM_BYTES <= sgemm_smem_limit())
-            sgemm_hopper(M, N, K, alpha, A, B, beta, C);
-        else
-            sgemm_double_buffer(M, N, K, alpha, A, B, beta, C);
-    } else if (K < 8 * SgemmSmallCfg::BK)
-        sgemm_hopper_small(M, N, K, alpha, A, B, beta, C);
-    else if (N >= 64)
-        sgemm_splitk_8x8(M, N, K, alpha, A, B, beta, C);
-    else if (sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN) >= sms)
-        sgemm_hopper_small(M, N, K, alpha, A, B, beta, C);
-    else
-        sgemm_splitk(M, N, K, alpha, A, B, beta, C);
+    SgemmPlan p = sgemm_best_plan_for(M, N, K, beta, B);
+    int ldb = N;
+    if (p.pack_b) {
+        int ld = (N + 3) / 4 * 4;
+        const float *padded = sgemm_best_padded_b(B, K, N, ld);
+        if (padded) B = padded, ldb = ld;
+    }
+    if (p.top_rows > 0)
+        SGEMM_TILE_LAUNCHERS[p.top.tile](p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
+    SGEMM_TILE_LAUNCHERS[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B,
+                                      ldb, beta, C + (size_t)p.top_rows * N, p.rest.splits);
 }
 
 #endif

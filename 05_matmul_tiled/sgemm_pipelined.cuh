@@ -57,7 +57,8 @@ typedef struct {
 
 template <typename Cfg>
 __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const float *B, int M,
-                                                         int N, int K, int m0, int n0, bool b_vec)
+                                                         int N, int ldb, int K, int m0, int n0,
+                                                         bool b_vec)
 {
     constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;        /* rows of A covered per copy round */
     constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4);  /* rows of B covered per copy round */
@@ -70,9 +71,9 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
     int bn = (tid % (Cfg::BN / 4)) * 4;
     p.b_k = tid / (Cfg::BN / 4);
     p.a_src = A + (size_t)(m0 + am) * K + p.a_k;
-    p.b_src = B + (size_t)p.b_k * N + n0 + bn;
+    p.b_src = B + (size_t)p.b_k * ldb + n0 + bn;
     p.a_step = (size_t)A_ROWS * K;
-    p.b_step = (size_t)B_ROWS * N;
+    p.b_step = (size_t)B_ROWS * ldb;
     p.a_dst = p.a_k * Cfg::AS + am;
     p.b_dst = Cfg::BK * Cfg::AS + p.b_k * Cfg::BN + bn;
     p.a_rows_ok = 0;
@@ -89,10 +90,12 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
  * per round: the reads are four full 32-byte sectors, and the 32 stores land in 32
  * different banks (row k of As starts 4k banks further, rows m add m), for any BK.
  * B goes in 16-byte copies where it can. Only the last slice of K and the blocks on the
- * edges of C take the checked copies. */
+ * edges of C take the checked copies. B's rows are ldb floats apart: N, or more when
+ * sgemm_best has copied B into padded rows (whose columns N..ldb-1 are zeros, so the
+ * checked copies may read up to ldb). */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const SgemmCopyPlan &p,
-                                                       const float *A, const float *B, int N,
+                                                       const float *A, const float *B, int ldb,
                                                        int K, int k0)
 {
     constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;
@@ -117,12 +120,12 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
 #pragma unroll
         for (int l = 0; l < B_COPIES; l++)
             sgemm_cp_async16(stage + p.b_dst + l * B_ROWS * Cfg::BN,
-                             p.b_src + l * p.b_step + (size_t)k0 * N);
+                             p.b_src + l * p.b_step + (size_t)k0 * ldb);
         return;
     }
 #pragma unroll
     for (int l = 0; l < B_COPIES; l++) {
-        const float *src = p.b_src + l * p.b_step + (size_t)k0 * N;
+        const float *src = p.b_src + l * p.b_step + (size_t)k0 * ldb;
         float *dst = stage + p.b_dst + l * B_ROWS * Cfg::BN;
         bool k_ok = k_full || k0 + p.b_k + l * B_ROWS < K;
         if (p.b_fast && k_ok) {
@@ -130,7 +133,7 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
         } else {
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                bool ok = k_ok && p.b_col + q < N;
+                bool ok = k_ok && p.b_col + q < ldb;
                 sgemm_cp_async4_zfill(dst + q, ok ? src + q : B, ok);
             }
         }
@@ -143,14 +146,14 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
  * overwritten was finished by every warp before the barrier at the top of this iteration. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan &plan,
-                                               const float *A, const float *B, int N, int K,
+                                               const float *A, const float *B, int ldb, int K,
                                                int k_first, int tiles,
                                                float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
 {
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES - 1; s++) {
         if (s < tiles)
-            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, ldb, K,
                                         k_first + s * Cfg::BK);
         sgemm_cp_async_commit();
     }
@@ -160,8 +163,8 @@ __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan 
         __syncthreads();
         int next = kt + Cfg::STAGES - 1;
         if (next < tiles)
-            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, N, K,
-                                        k_first + next * Cfg::BK);
+            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, ldb,
+                                        K, k_first + next * Cfg::BK);
         sgemm_cp_async_commit();
         const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
         sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
@@ -193,7 +196,7 @@ __device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, 
  * kt + STAGES) once its last fragments are in registers. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const SgemmCopyPlan &plan,
-                                                         const float *A, const float *B, int N,
+                                                         const float *A, const float *B, int ldb,
                                                          int K, int k_first, int tiles,
                                                          float (&acc)[Cfg::TM][Cfg::TN], int row,
                                                          int col)
@@ -201,7 +204,7 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES; s++) {
         if (s < tiles)
-            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, N, K,
+            sgemm_load_stage_async<Cfg>(smem + s * Cfg::STAGE_FLOATS, plan, A, B, ldb, K,
                                         k_first + s * Cfg::BK);
         sgemm_cp_async_commit();
     }
@@ -219,7 +222,7 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
                 sgemm_cp_async_wait<Cfg::STAGES - 2>(); /* slice kt + 1 has landed */
                 __syncthreads();                        /* and nobody reads slice kt any more */
                 if (kt + Cfg::STAGES < tiles)
-                    sgemm_load_stage_async<Cfg>(smem + stage * Cfg::STAGE_FLOATS, plan, A, B, N,
+                    sgemm_load_stage_async<Cfg>(smem + stage * Cfg::STAGE_FLOATS, plan, A, B, ldb,
                                                 K, k_first + (kt + Cfg::STAGES) * Cfg::BK);
                 sgemm_cp_async_commit();
                 if (kt + 1 < tiles)
@@ -301,18 +304,22 @@ enum { SGEMM_EPI_STORE, SGEMM_EPI_ATOMIC, SGEMM_EPI_ATOMIC4 };
 /* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): the pipelined main
  * loop above and the warp-tiled epilogue. With an atomic EPI, block z multiplies only
  * slices [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C
- * with atomics (sgemm_splitk and sgemm_splitk_8x8 in sgemm_splitk.cuh). */
-template <typename Cfg, int EPI>
+ * with atomics (sgemm_splitk and sgemm_splitk_8x8 in sgemm_splitk.cuh). B's rows are N
+ * floats apart, or with PITCHED_B (sgemm_best's padded copy of B) ldb_arg >= N floats: a
+ * kernel of its own, because a row length other than N costs the tuned kernel 4 registers
+ * (252 instead of 248) even where it equals N. */
+template <typename Cfg, int EPI, bool PITCHED_B = false>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-    bool b_vec, bool c_vec, int split_tiles)
+    int M, int N, int K, float alpha, const float *A, const float *B, int ldb_arg, float beta,
+    float *C, bool b_vec, bool c_vec, int split_tiles)
 {
+    const int ldb = PITCHED_B ? ldb_arg : N;
     extern __shared__ float4 sgemm_dynamic_smem[];
     float *smem = (float *)sgemm_dynamic_smem;
     int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
     int row, col;
     sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
-    SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, K, m0, n0, b_vec);
+    SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, ldb, K, m0, n0, b_vec);
     int tiles = (K + Cfg::BK - 1) / Cfg::BK, k_first = 0;
     if (EPI != SGEMM_EPI_STORE) {
         k_first = blockIdx.z * split_tiles * Cfg::BK;
@@ -320,9 +327,9 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
     }
     float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
     if (Cfg::FRAG_PIPE)
-        sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
+        sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, ldb, K, k_first, tiles, acc, row, col);
     else
-        sgemm_mainloop<Cfg>(smem, plan, A, B, N, K, k_first, tiles, acc, row, col);
+        sgemm_mainloop<Cfg>(smem, plan, A, B, ldb, K, k_first, tiles, acc, row, col);
     if (EPI == SGEMM_EPI_ATOMIC)
         sgemm_tile_atomic_add<Cfg>(C, M, N, alpha, acc, m0 + row, n0 + col);
     else if (EPI == SGEMM_EPI_ATOMIC4)
@@ -331,38 +338,70 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
 }
 
-/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each, whose
- * partial products meet in C through atomics of kind SPLIT_EPI. C first becomes beta * C
- * in a launch of its own, except (SGEMM_EPI_ATOMIC4 only) when beta == 1: then C already
- * is beta * C and the atomics can add into it as it stands. */
-template <typename Cfg, int SPLIT_EPI = SGEMM_EPI_ATOMIC>
-static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
-                                          const float *B, float beta, float *C, int splits)
+/* Sets up a configuration's kernel once (the dynamic shared memory it asks for) and
+ * returns how many of its blocks fit on one SM of this GPU, as the CUDA runtime computes
+ * it from the kernel's registers and shared memory (0: its tiles need more shared memory
+ * than this GPU gives a block). sgemm_best's model asks it for every tile it considers. */
+template <typename Cfg, int EPI, bool PITCHED_B = false>
+static inline int sgemm_pipelined_occupancy(void)
 {
-    static bool smem_set = false; /* once per configuration */
-    if (!smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::SMEM_BYTES));
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, SPLIT_EPI>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::SMEM_BYTES));
-        smem_set = true;
+    static int blocks = -1; /* once per kernel */
+    if (blocks < 0) {
+        blocks = 0;
+        if (Cfg::SMEM_BYTES <= sgemm_smem_limit()) {
+            CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Cfg::SMEM_BYTES));
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocks, sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>, Cfg::THREADS,
+                Cfg::SMEM_BYTES));
+        }
     }
+    return blocks;
+}
+
+/* One launch of the kernel with epilogue EPI, B's rows N floats apart or (PITCHED_B) ldb. */
+template <typename Cfg, int EPI, bool PITCHED_B>
+static inline void sgemm_pipelined_run(dim3 grid, int M, int N, int K, float alpha,
+                                       const float *A, const float *B, int ldb, float beta,
+                                       float *C, bool b_vec, bool c_vec, int split_tiles)
+{
+    sgemm_pipelined_occupancy<Cfg, EPI, PITCHED_B>(); /* sets the shared memory up */
+    sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+        M, N, K, alpha, A, B, ldb, beta, C, b_vec, c_vec, split_tiles);
+}
+
+/* splits > 1: K cut into that many ranges, one grid layer (blockIdx.z) each, whose
+ * partial products meet in C through atomics of kind SPLIT_EPI (16-byte ones unless the
+ * launcher asks for SGEMM_EPI_ATOMIC, as splitk does). C first becomes beta * C
+ * in a launch of its own, except (SGEMM_EPI_ATOMIC4 only) when beta == 1: then C already
+ * is beta * C and the atomics can add into it as it stands. B's rows are ldb >= N floats
+ * apart (the launchers of the ladder pass N). */
+template <typename Cfg, int SPLIT_EPI = SGEMM_EPI_ATOMIC4>
+static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
+                                          const float *B, int ldb, float beta, float *C,
+                                          int splits)
+{
     int tiles = sgemm_ceil_div(K, Cfg::BK);
     int split_tiles = sgemm_ceil_div(tiles, splits);
     splits = sgemm_ceil_div(tiles, split_tiles); /* no empty layer */
     dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM), splits);
-    bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
+    bool b_vec = ldb % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
-    if (splits == 1) {
-        sgemm_pipelined_kernel<Cfg, SGEMM_EPI_STORE><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
-            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, tiles);
-    } else {
-        if (!(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f)) sgemm_scale(C, (size_t)M * N, beta);
-        sgemm_pipelined_kernel<Cfg, SPLIT_EPI><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
-            M, N, K, alpha, A, B, beta, C, b_vec, c_vec, split_tiles);
-    }
+    if (splits > 1 && !(SPLIT_EPI == SGEMM_EPI_ATOMIC4 && beta == 1.0f))
+        sgemm_scale(C, (size_t)M * N, beta);
+    if (splits == 1 && ldb == N)
+        sgemm_pipelined_run<Cfg, SGEMM_EPI_STORE, false>(grid, M, N, K, alpha, A, B, ldb, beta, C,
+                                                         b_vec, c_vec, tiles);
+    else if (splits == 1)
+        sgemm_pipelined_run<Cfg, SGEMM_EPI_STORE, true>(grid, M, N, K, alpha, A, B, ldb, beta, C,
+                                                        b_vec, c_vec, tiles);
+    else if (ldb == N)
+        sgemm_pipelined_run<Cfg, SPLIT_EPI, false>(grid, M, N, K, alpha, A, B, ldb, beta, C,
+                                                   b_vec, c_vec, split_tiles);
+    else
+        sgemm_pipelined_run<Cfg, SPLIT_EPI, true>(grid, M, N, K, alpha, A, B, ldb, beta, C,
+                                                  b_vec, c_vec, split_tiles);
     CHECK_LAUNCH();
 }
 
@@ -385,19 +424,19 @@ typedef SgemmConfig<64, 64, 16, 4, 4, 8, 2> SgemmSmallCfg;
 static inline void sgemm_double_buffer(int M, int N, int K, float alpha, const float *A,
                                        const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C, 1);
+    sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }
 
 static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A,
                                 const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, beta, C, 1);
+    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }
 
 static inline void sgemm_hopper_small(int M, int N, int K, float alpha, const float *A,
                                       const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, 1);
+    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }
 
 #endif

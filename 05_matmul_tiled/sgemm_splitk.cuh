@@ -19,7 +19,8 @@ static inline void sgemm_splitk(int M, int N, int K, float alpha, const float *A
     long long want = (2LL * sgemm_sm_count() + blocks - 1) / blocks;
     int most = sgemm_ceil_div(K, SgemmSmallCfg::BK) / 4; /* keep >= 4 slices per range */
     int splits = (int)(want < most ? want : most);
-    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, beta, C, splits < 1 ? 1 : splits);
+    sgemm_pipelined_launch<SgemmSmallCfg, SGEMM_EPI_ATOMIC>(M, N, K, alpha, A, B, N, beta, C,
+                                                            splits < 1 ? 1 : splits);
 }
 
 /* splitk_8x8: split-K rebuilt for the small C of an MLP layer (256 x 1024 with K = 784:
@@ -57,7 +58,7 @@ static inline void sgemm_splitk_8x8(int M, int N, int K, float alpha, const floa
                                     const float *B, float beta, float *C)
 {
     sgemm_pipelined_launch<SgemmSplitWideCfg, SGEMM_EPI_ATOMIC4>(
-        M, N, K, alpha, A, B, beta, C, sgemm_splitk_8x8_splits(M, N, K));
+        M, N, K, alpha, A, B, N, beta, C, sgemm_splitk_8x8_splits(M, N, K));
 }
 
 #endif

@@ -7,7 +7,8 @@ Every CSV in RESULTS_DIR (one per GPU, columns as in common/report.h) is read; f
 chapter a figure plots/<chapter>.png gets one panel per unit: a bar chart of every
 version against its ceiling where the unit was measured at one size, and a line per
 version across sizes where it was measured at several. A chapter folder may hold
-plot_extra.py with draw(rows, out_dir) for figures of its own (timelines, curves).
+plot_extra.py with draw(rows, out_dir) for figures of its own (timelines, curves), and
+main_rows(rows) to choose the rows of the main figure.
 """
 import argparse
 import csv
@@ -126,15 +127,15 @@ def draw_chapter(chapter, rows, out_dir):
         print(f"wrote {path}")
 
 
-def draw_extra(chapter, rows, out_dir):
-    """Runs the chapter's own plot_extra.py, if it has one."""
+def load_extra(chapter):
+    """The chapter's own plot_extra.py as a module, or None if it has none."""
     path = os.path.join(ROOT, chapter, "plot_extra.py")
     if not os.path.exists(path):
-        return
+        return None
     spec = importlib.util.spec_from_file_location(f"plot_extra_{chapter}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.draw(rows, out_dir)
+    return module
 
 
 def main():
@@ -148,8 +149,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for chapter in sorted(unique(r["chapter"] for r in rows)):
         mine = [r for r in rows if r["chapter"] == chapter]
-        draw_chapter(chapter, mine, args.out)
-        draw_extra(chapter, mine, args.out)
+        extra = load_extra(chapter)
+        # plot_extra.main_rows, where a chapter has it, keeps its own figures' rows (a
+        # sweep over many shapes, say) out of the chapter's main figure.
+        main_rows = extra.main_rows(mine) if extra and hasattr(extra, "main_rows") else mine
+        if main_rows:
+            draw_chapter(chapter, main_rows, args.out)
+        if extra:
+            extra.draw(mine, args.out)
 
 
 if __name__ == "__main__":

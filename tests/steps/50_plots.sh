@@ -15,4 +15,7 @@ run_expect "plot.py on a sample CSV" 0 "$py" "$ROOT/plots/plot.py" "$out/results
 for ch in $(cut -d, -f2 "$ROOT/tests/data/sample.csv" | tail -n +2 | sort -u); do
     if [ -s "$out/$ch.png" ]; then echo "PASS plot $ch.png drawn"; else echo "FAIL plot $ch.png missing"; fi
 done
+# Chapter 05's shape-sweep figure (plot_extra.py) from the sample's sweep rows.
+if [ -s "$out/05_matmul_tiled_shapes.png" ]; then echo "PASS plot 05_matmul_tiled_shapes.png drawn"
+else echo "FAIL plot 05_matmul_tiled_shapes.png missing"; fi
 run_expect "plot.py rejects a CSV with a wrong header" 2 bash -c "mkdir -p '$out/bad' && echo 'a,b' > '$out/bad/x.csv' && '$py' '$ROOT/plots/plot.py' '$out/bad' --out '$out'"

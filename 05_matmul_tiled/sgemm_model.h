@@ -1,0 +1,269 @@
+/* Chapter 05, the model sgemm_best chooses by: a predicted time for every way it can run a
+ * shape, from the GPU's own numbers (SM count, clock, memory bandwidth, and each kernel's
+ * blocks per SM as the CUDA runtime reports them) and one measured number per tile, its
+ * efficiency. Plain C, no CUDA: sgemm_best.cuh fills in the GPU's numbers, and
+ * tests/host/test_05_model.c checks the model's choices with gcc.
+ *
+ * WAVES. A kernel of bm x bn tiles with K cut into `splits` ranges runs
+ * ceil(M/bm) * ceil(N/bn) * splits blocks. The GPU deals them out to its SMs, each holding
+ * up to `occupancy` blocks at a time, so the busiest SM gets b = ceil(blocks / SMs) of them
+ * and the kernel lasts as long as that SM works. Blocks on one SM share its FMA units, so
+ * b blocks take b "block times" (one block's FMAs at the SM's full rate), with one
+ * exception: an SM needs about 8 warps to keep its FMA pipes busy, so when the last blocks
+ * it runs are too few to make 8 warps (a 4-warp block alone), they run at a fraction of the
+ * rate and count as if there were enough of them. With 132 SMs, 133 equal blocks take two
+ * block times where 132 take one: the remainder wave. The model sees that and looks for
+ * another tile, another split count, or the row split below.
+ *
+ * ONE BLOCK'S TIME. A block's FMAs, bm * bn * (its k steps + fixed_k), at the SM's peak
+ * (FMA lanes x clock) times the tile's efficiency. fixed_k is what a block costs besides
+ * its k steps (filling the pipeline, the epilogue), in k steps; efficiency is the share of
+ * the peak a full SM sustains. Both come from the committed H200 measurements (comments
+ * at SGEMM_TILES). The FMAs of a tile that lie outside C (a 64-row tile on a 16-row C) are
+ * counted too: that is what a tile too big for the shape costs.
+ *
+ * AROUND IT. The time cannot be less than moving A, B and C once through DRAM. Split-K
+ * adds C = beta * C in a launch of its own (skipped when beta == 1) and its partial sums,
+ * splits * 4MN bytes of atomics (counted at DRAM speed: a guess). Rows of B whose length
+ * is not a multiple of 4 (or a B not 16-byte aligned) turn the 16-byte copies of B into
+ * 4-byte ones: SGEMM_UNALIGNED_B of the efficiency, unless B is first copied into a
+ * buffer with rows padded to a multiple of 4 (a copy of B through DRAM and a launch).
+ *
+ * THE ROW SPLIT. Where the remainder wave is the problem, the first rows of C, as many
+ * tile rows as fill whole waves of one tile, run in one launch, and the rows left over in
+ * a second launch with whatever the model picks for them (often split-K, which spreads a
+ * few tile rows over every SM). The two launches run one after the other. */
+#ifndef CH05_SGEMM_MODEL_H
+#define CH05_SGEMM_MODEL_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *name;       /* the ladder's version that runs this tile unsplit ... */
+    const char *split_name; /* ... and split */
+    int bm, bn, bk;         /* block tile and K slice */
+    int warps;              /* per block */
+    double efficiency;      /* share of the SM's FMA peak that a full SM sustains */
+    int fixed_k;            /* a block's cost besides its k steps, in k steps */
+    int guessed;            /* 1: efficiency and fixed_k not measured yet */
+} SgemmTile;
+
+/* The tiles sgemm_best chooses from, in the order of SGEMM_TILE_*. The efficiencies and
+ * fixed costs are fits to the committed H200 rows (plots/results/NVIDIA_H200.csv and
+ * sweep_results.csv), for a peak of 128 FMA lanes x 1.98 GHz per SM; the model's
+ * predictions and the sweep's measurements side by side (matmul_tiled --bench --sweep
+ * prints both) are how to check and refit them.
+ * - hopper (128x256): 41.7, 47.0 and 49.3 TFLOP/s at 2048, 4096 and 8192 cubed (1, 4 and
+ *   16 waves of one block an SM) fit 81% of the peak plus a fixed 512 k steps a block
+ *   (16 slices: its start and its end cost as much as 16 of its 128 slices at 4096),
+ *   within 0.7% at all three.
+ * - splitk_8x8's 64x128: 44.2, 46.1 and 44.4 TFLOP/s at 2048, 4096 and 8192 cubed fit 70%
+ *   within 3.5%; its fixed cost, 2 slices (32 k steps), is the one its split-count model
+ *   has used since step 13 (23.7 us on 256x1024x784 with 7 splits).
+ * - hopper_small's 64x64: 47% of the peak on a full SM (30.9 TFLOP/s at 4096 cubed), 37%
+ *   with one block an SM (42.8 us on 256x1024x784: 64 blocks), which is where the model
+ *   uses it; 37% and 32 k steps.
+ * - thin_m and thin_n (32x128 and 128x32, 8x4 outputs a thread, 4 warps): not measured
+ *   yet; 45% and 48 k steps are a guess from their shared loads per FMA (three float4 per
+ *   32 FMAs, against hopper_small's two per 16), and `guessed` makes them win only by
+ *   SGEMM_PLAN_MARGIN until the sweep has measured them. */
+enum { SGEMM_TILE_HOPPER, SGEMM_TILE_WIDE, SGEMM_TILE_SMALL, SGEMM_TILE_THIN_M,
+       SGEMM_TILE_THIN_N, SGEMM_NTILES };
+static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
+    {"hopper", "hopper split-K", 128, 256, 32, 8, 0.81, 512, 0},
+    {"splitk_8x8", "splitk_8x8", 64, 128, 16, 4, 0.70, 32, 0},
+    {"hopper_small", "splitk", 64, 64, 16, 8, 0.37, 32, 0},
+    {"thin_m", "thin_m split-K", 32, 128, 16, 4, 0.40, 48, 1},
+    {"thin_n", "thin_n split-K", 128, 32, 16, 4, 0.40, 48, 1},
+};
+
+/* Efficiency of the pipelined kernels when B's rows cannot be copied 16 bytes at a time:
+ * four times the copy instructions for B and 4-way bank conflicts on their stores (a
+ * guess; the sweep's N - 1 and N + 1 squares measure it). */
+#define SGEMM_UNALIGNED_B 0.90
+/* A row split (two launches) or a copy of B is taken only when the model predicts it at
+ * least this much faster than the plain plan: the model is a model, and a second launch
+ * has costs it does not see (its own tail, caches). */
+#define SGEMM_PLAN_MARGIN 0.05
+/* Plans predicted this close are a tie (see sgemm_model_best_part). */
+#define SGEMM_TIE 0.05
+/* Most K ranges a split-K launch may have. */
+#define SGEMM_MAX_SPLITS 64
+/* Warps an SM needs to keep its FMA pipes busy (hopper runs 8 at 80% of the peak). */
+#define SGEMM_WARPS_TO_FILL 8
+
+/* What the model knows of the GPU. */
+typedef struct {
+    int sms;
+    double fma_per_us;        /* one SM's peak: FMA lanes x clock, per microsecond */
+    double dram_bytes_per_us; /* peak memory bandwidth */
+    double launch_us;         /* what one more launch in a row costs (measured: about 2 us) */
+    SgemmTile tiles[SGEMM_NTILES];     /* SGEMM_TILES, with the geometry as compiled */
+    int occupancy[SGEMM_NTILES];       /* blocks per SM of each tile's kernel (0: cannot run) */
+    int split_occupancy[SGEMM_NTILES]; /* the same for its split-K kernel */
+} SgemmMachine;
+
+/* One launch: rows of C run with one tile and a split count. */
+typedef struct {
+    int tile, splits;
+    double us;
+} SgemmPart;
+
+/* What sgemm_best runs: rows [0, top_rows) with `top` (no split), the rest with `rest`
+ * (top_rows == 0: all of C with `rest`), after copying B into padded rows if pack_b. */
+typedef struct {
+    int top_rows;
+    SgemmPart top, rest;
+    int pack_b;
+    double us; /* the prediction */
+} SgemmPlan;
+
+static inline long long sgemm_model_ceil(long long a, long long b) { return (a + b - 1) / b; }
+
+/* The busiest SM's work in block times, for `blocks` blocks of `warps` warps with up to
+ * `occ` of them on an SM (see WAVES above). */
+static inline long long sgemm_model_block_times(long long blocks, int sms, int occ, int warps)
+{
+    long long b = sgemm_model_ceil(blocks, sms);
+    int fill = (SGEMM_WARPS_TO_FILL + warps - 1) / warps; /* blocks that make 8 warps */
+    if (fill > occ) fill = occ;
+    long long last = (b - 1) % occ + 1; /* blocks the SM runs together at the end */
+    return b + (last < fill ? fill - last : 0);
+}
+
+/* Predicted microseconds of one launch: M x N x K with tile t and `splits` K ranges.
+ * beta_one: beta == 1 (split-K needs no C = beta * C pass); b_fast: 16-byte copies of B. */
+static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, int N, int K,
+                                         int splits, int beta_one, int beta_zero, int b_fast)
+{
+    const SgemmTile *tile = &m->tiles[t];
+    int occ = splits > 1 ? m->split_occupancy[t] : m->occupancy[t];
+    long long slices = sgemm_model_ceil(K, tile->bk);
+    long long per_block = sgemm_model_ceil(slices, splits);
+    splits = (int)sgemm_model_ceil(slices, per_block); /* no empty range */
+    long long blocks = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn) * splits;
+    double eff = tile->efficiency * (b_fast ? 1.0 : SGEMM_UNALIGNED_B);
+    double block_us = (double)tile->bm * tile->bn * (double)(per_block * tile->bk + tile->fixed_k) /
+                      (m->fma_per_us * eff);
+    double compute = (double)sgemm_model_block_times(blocks, m->sms, occ, tile->warps) * block_us;
+    double mn = (double)M * N;
+    double bytes = 4.0 * ((double)M * K + (double)K * N + mn * (beta_zero ? 1.0 : 2.0));
+    double memory = bytes / m->dram_bytes_per_us;
+    double us = compute > memory ? compute : memory;
+    if (splits > 1) {
+        us += 4.0 * mn * splits / m->dram_bytes_per_us;             /* the atomics */
+        if (!beta_one) us += m->launch_us + 8.0 * mn / m->dram_bytes_per_us; /* beta * C */
+    }
+    return us;
+}
+
+/* The tile and split count for one launch: the fastest by the model, with two biases.
+ * A tile whose efficiency is still a guess (SgemmTile.guessed) must win by
+ * SGEMM_PLAN_MARGIN. And among plans within SGEMM_TIE of the fastest, the one with the
+ * larger tile wins (then the one with fewer splits): a larger tile reads A and B fewer
+ * times, 2MNK (1/bm + 1/bn) floats through L2, which the model does not count. */
+static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int N, int K,
+                                              int beta_one, int beta_zero, int b_fast)
+{
+    SgemmPart best = {-1, 1, 0.0};
+    double fastest = -1.0, best_rank = 0.0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < SGEMM_NTILES; t++) {
+            const SgemmTile *tile = &m->tiles[t];
+            if (m->occupancy[t] < 1) continue;
+            long long slices = sgemm_model_ceil(K, tile->bk);
+            for (int s = 1; s <= SGEMM_MAX_SPLITS && s <= slices; s++) {
+                if (s > 1 && m->split_occupancy[t] < 1) break;
+                long long per_block = sgemm_model_ceil(slices, s);
+                if (s > 1 && sgemm_model_ceil(slices, per_block) < s) continue; /* as a smaller s */
+                double us = sgemm_model_part_us(m, t, M, N, K, s, beta_one, beta_zero, b_fast);
+                double rank = tile->guessed ? (1.0 + SGEMM_PLAN_MARGIN) * us : us;
+                if (pass == 0) {
+                    if (fastest < 0.0 || rank < fastest) fastest = rank;
+                    continue;
+                }
+                if (rank > (1.0 + SGEMM_TIE) * fastest) continue;
+                if (best.tile >= 0) {
+                    const SgemmTile *b = &m->tiles[best.tile];
+                    int area = tile->bm * tile->bn, best_area = b->bm * b->bn;
+                    if (area < best_area) continue;
+                    if (area == best_area && (s > best.splits || (s == best.splits && rank >= best_rank)))
+                        continue;
+                }
+                best.tile = t, best.splits = s, best.us = us, best_rank = rank;
+            }
+        }
+    return best;
+}
+
+/* The plan for M x N x K, B's 16-byte copies allowed or not (b_fast). */
+static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N, int K,
+                                             int beta_one, int beta_zero, int b_fast)
+{
+    SgemmPlan plan;
+    plan.top_rows = 0;
+    plan.pack_b = 0;
+    plan.top.tile = -1, plan.top.splits = 1, plan.top.us = 0.0;
+    plan.rest = sgemm_model_best_part(m, M, N, K, beta_one, beta_zero, b_fast);
+    plan.us = plan.rest.us;
+    /* The row split: for each tile, the tile rows that fill its whole waves, then the best
+     * launch for the rows left over. */
+    for (int t = 0; t < SGEMM_NTILES; t++) {
+        const SgemmTile *tile = &m->tiles[t];
+        if (m->occupancy[t] < 1) continue;
+        long long tiles_n = sgemm_model_ceil(N, tile->bn), tiles_m = sgemm_model_ceil(M, tile->bm);
+        long long wave = (long long)m->sms * m->occupancy[t];
+        long long full_waves = tiles_m * tiles_n / wave;
+        long long rows = full_waves * wave / tiles_n; /* tile rows */
+        if (rows < 1 || rows >= tiles_m) continue;
+        int top_rows = (int)(rows * tile->bm);
+        double top = sgemm_model_part_us(m, t, top_rows, N, K, 1, beta_one, beta_zero, b_fast);
+        SgemmPart rest = sgemm_model_best_part(m, M - top_rows, N, K, beta_one, beta_zero, b_fast);
+        double us = top + rest.us + m->launch_us;
+        if (us < plan.us && us < (1.0 - SGEMM_PLAN_MARGIN) * plan.rest.us) {
+            plan.top_rows = top_rows;
+            plan.top.tile = t, plan.top.splits = 1, plan.top.us = top;
+            plan.rest = rest;
+            plan.us = us;
+        }
+    }
+    return plan;
+}
+
+/* sgemm_best's plan: as above, and where B's rows do not allow 16-byte copies, also with
+ * B first copied into padded rows; the faster of the two. */
+static inline SgemmPlan sgemm_model_plan(const SgemmMachine *m, int M, int N, int K, float beta,
+                                         int b_aligned)
+{
+    int beta_one = beta == 1.0f, beta_zero = beta == 0.0f;
+    SgemmPlan plan = sgemm_model_plan_for(m, M, N, K, beta_one, beta_zero, b_aligned);
+    if (!b_aligned) {
+        SgemmPlan packed = sgemm_model_plan_for(m, M, N, K, beta_one, beta_zero, 1);
+        double ldb = 4.0 * sgemm_model_ceil(N, 4);
+        packed.us += m->launch_us + ((double)K * N * 4.0 + (double)K * ldb) / m->dram_bytes_per_us;
+        packed.pack_b = 1;
+        if (packed.us < (1.0 - SGEMM_PLAN_MARGIN) * plan.us) plan = packed;
+    }
+    return plan;
+}
+
+/* "hopper" or "hopper x 3960 rows + splitk_8x8 (s=2)": what a plan runs, for the bench. */
+static inline const char *sgemm_model_describe(const SgemmMachine *m, const SgemmPlan *p,
+                                              char *buf, int len)
+{
+    const SgemmTile *r = &m->tiles[p->rest.tile];
+    int used = 0;
+    if (p->pack_b) used += snprintf(buf + used, len - used, "pack B, ");
+    if (p->top_rows > 0 && used < len)
+        used += snprintf(buf + used, len - used, "%s on rows 0-%d, then ",
+                         m->tiles[p->top.tile].name, p->top_rows - 1);
+    if (used < len) {
+        if (p->rest.splits > 1)
+            snprintf(buf + used, len - used, "%s with %d splits", r->split_name, p->rest.splits);
+        else
+            snprintf(buf + used, len - used, "%s", r->name);
+    }
+    return buf;
+}
+
+#endif
