@@ -4,8 +4,13 @@
   05_matmul_tiled_shapes.png  the shape sweep (--sweep): best's % of cuBLAS on every shape
                               timed, against M*N*K, with the geometric mean and the worst
                               shape, one panel per GPU
+  05_matmul_tiled_ladder.png  both ladders at one shape (4096^3): every fp32 and tensor-core
+                              version in TFLOP/s, cuBLAS fp32, TF32 and bf16 as lines, a
+                              panel per GPU
 The shape sweep times only SWEEP_KERNELS; the shapes where more versions ran are the
-ladder's, and only those go into the first two figures and the chapter's main figure.
+ladder's, and only those go into the first two figures and the chapter's main figure. The
+tensor-core versions (names ending in _bf16 or _tf32) have the ladder figure of their own.
+With several GPUs, the per-GPU figures get the GPU's name as a suffix.
 """
 import math
 import os
@@ -30,20 +35,32 @@ def unique(seq):
 
 
 SWEEP_KERNELS = {"best", "hopper", "cublas"}
+LADDER_SIZE = "4096x4096x4096"
+
+
+def tensor_core(kernel):
+    return kernel.endswith("_bf16") or kernel.endswith("_tf32")
 
 
 def ladder_sizes(rows):
-    """Sizes at which versions other than the shape sweep's three ran."""
-    return {r["size"] for r in rows if r["kernel"] not in SWEEP_KERNELS}
+    """Sizes at which fp32 versions other than the shape sweep's three ran."""
+    return {r["size"] for r in rows if r["kernel"] not in SWEEP_KERNELS and not tensor_core(r["kernel"])}
 
 
 def main_rows(rows):
-    """The rows of the chapter's main figure (plots/plot.py): the ladder's sizes."""
+    """The rows of the chapter's main figure (plots/plot.py): the fp32 ladder's sizes."""
     sizes = ladder_sizes(rows)
-    return [r for r in rows if r["size"] in sizes]
+    return [r for r in rows if r["size"] in sizes and not tensor_core(r["kernel"])]
 
 
-def draw_sweep(rows, gpu, out_dir):
+def figure_path(out_dir, name, gpu, gpus):
+    """plots/<chapter>_<name>.png, with the GPU's name appended when there are several."""
+    suffix = "" if len(gpus) == 1 else "_" + gpu.replace(" ", "_")
+    return os.path.join(out_dir, f"{CHAPTER}_{name}{suffix}.png")
+
+
+def draw_sweep(rows, gpu, path):
+    rows = main_rows(rows)
     sizes = ladder_sizes(rows)
     square = [r for r in rows if r["size"] in sizes and dims(r["size"]) and len(set(dims(r["size"]))) == 1]
     if not square:
@@ -64,13 +81,13 @@ def draw_sweep(rows, gpu, out_dir):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    path = os.path.join(out_dir, f"{CHAPTER}_sweep.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
 
 
-def draw_mlp(rows, gpu, out_dir):
+def draw_mlp(rows, gpu, path):
+    rows = main_rows(rows)
     sizes = ladder_sizes(rows)
     shapes = unique(r["size"] for r in rows
                     if r["size"] in sizes and dims(r["size"]) and len(set(dims(r["size"]))) > 1)
@@ -92,7 +109,6 @@ def draw_mlp(rows, gpu, out_dir):
     ax.legend(fontsize=7, ncol=4)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
-    path = os.path.join(out_dir, f"{CHAPTER}_mlp.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
@@ -161,9 +177,51 @@ def draw_shapes(rows, out_dir):
     print(f"wrote {path}")
 
 
+CEILING_COLOURS = {"cublas": "#4c72b0", "cublas_tf32": "#8172b2", "cublas_bf16": "#c44e52"}
+
+
+def ladder_panel(ax, rows, gpu):
+    """Every version at LADDER_SIZE, fp32 ladder then tensor cores, and the three ceilings."""
+    at = [r for r in rows if r["size"] == LADDER_SIZE]
+    versions = [r for r in at if r["role"] != "ceiling"]
+    colours = ["#c44e52" if r["kernel"].endswith("_bf16") else "#8172b2" if r["kernel"].endswith("_tf32")
+               else "#8c8c8c" for r in versions]
+    ax.barh(range(len(versions)), [r["value"] for r in versions], color=colours)
+    ax.set_yticks(range(len(versions)))
+    ax.set_yticklabels([r["kernel"] for r in versions], fontsize=7)
+    ax.invert_yaxis()
+    for r in at:
+        if r["role"] == "ceiling" and r["kernel"] in CEILING_COLOURS:
+            ax.axvline(r["value"], color=CEILING_COLOURS[r["kernel"]], linestyle="--", linewidth=1.2,
+                       label=f"{r['kernel']} {r['value']:.0f} TFLOP/s")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"TFLOP/s at {LADDER_SIZE} (log scale); grey fp32, purple TF32, red bf16")
+    ax.set_title(gpu, fontsize=10)
+    ax.grid(alpha=0.3, axis="x", which="both")
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def draw_ladder(rows, out_dir):
+    gpus = [g for g in unique(r["gpu"] for r in rows)
+            if any(r["gpu"] == g and r["size"] == LADDER_SIZE and tensor_core(r["kernel"]) for r in rows)]
+    if not gpus:
+        return
+    fig, axes = plt.subplots(1, len(gpus), figsize=(8 * len(gpus), 8), squeeze=False)
+    for ax, gpu in zip(axes[0], gpus):
+        ladder_panel(ax, [r for r in rows if r["gpu"] == gpu], gpu)
+    fig.suptitle(f"{CHAPTER}: the fp32 and tensor-core ladders at {LADDER_SIZE}")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{CHAPTER}_ladder.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def draw(rows, out_dir):
-    for gpu in unique(r["gpu"] for r in rows):
+    gpus = unique(r["gpu"] for r in rows)
+    for gpu in gpus:
         mine = [r for r in rows if r["gpu"] == gpu]
-        draw_sweep(mine, gpu, out_dir)
-        draw_mlp(mine, gpu, out_dir)
+        draw_sweep(mine, gpu, figure_path(out_dir, "sweep", gpu, gpus))
+        draw_mlp(mine, gpu, figure_path(out_dir, "mlp", gpu, gpus))
     draw_shapes(rows, out_dir)
+    draw_ladder(rows, out_dir)
