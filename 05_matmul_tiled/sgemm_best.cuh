@@ -95,36 +95,42 @@ __global__ void sgemm_pad_rows_kernel(const float *B, int rows, int cols, float 
     }
 }
 
-/* The scratch buffer for the padded B: grown when a larger one is needed (which
+/* The scratch buffers for the padded B, one per GPU (chapter 07's data-parallel trainer
+ * launches on several from one thread): grown when a larger one is needed (which
  * synchronizes the GPU, so a timed loop meets it in its warm-up run), freed at exit. */
-static float *sgemm_best_scratch = NULL;
-static size_t sgemm_best_scratch_bytes = 0;
+#define SGEMM_BEST_DEVICES 16
+static float *sgemm_best_scratch[SGEMM_BEST_DEVICES];
+static size_t sgemm_best_scratch_bytes[SGEMM_BEST_DEVICES];
 
 static void sgemm_best_free_scratch(void)
 {
-    if (sgemm_best_scratch) cudaFree(sgemm_best_scratch);
-    sgemm_best_scratch = NULL;
+    for (int d = 0; d < SGEMM_BEST_DEVICES; d++)
+        if (sgemm_best_scratch[d]) cudaFree(sgemm_best_scratch[d]);
 }
 
-/* The padded copy of B, or NULL when there is none and none may be made now (a CUDA graph
- * is being captured: no allocation then). */
+/* The padded copy of B on the current GPU, or NULL when there is none and none may be made
+ * now (a CUDA graph is being captured: no allocation then; or a GPU past the 16th). */
 static inline const float *sgemm_best_padded_b(const float *B, int K, int N, int ld)
 {
+    static bool registered = false;
     size_t bytes = (size_t)K * ld * sizeof(float);
-    if (bytes > sgemm_best_scratch_bytes) {
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= SGEMM_BEST_DEVICES) return NULL;
+    if (bytes > sgemm_best_scratch_bytes[dev]) {
         cudaStreamCaptureStatus capturing;
         CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
         if (capturing != cudaStreamCaptureStatusNone) return NULL;
-        if (sgemm_best_scratch == NULL) atexit(sgemm_best_free_scratch);
-        else CUDA_CHECK(cudaFree(sgemm_best_scratch));
-        CUDA_CHECK(cudaMalloc(&sgemm_best_scratch, bytes));
-        sgemm_best_scratch_bytes = bytes;
+        if (!registered) atexit(sgemm_best_free_scratch), registered = true;
+        if (sgemm_best_scratch[dev]) CUDA_CHECK(cudaFree(sgemm_best_scratch[dev]));
+        CUDA_CHECK(cudaMalloc(&sgemm_best_scratch[dev], bytes));
+        sgemm_best_scratch_bytes[dev] = bytes;
     }
     size_t quads = (size_t)K * (ld / 4), blocks = (quads + 255) / 256;
     sgemm_pad_rows_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256>>>(B, K, N,
-                                                                         sgemm_best_scratch, ld);
+                                                                         sgemm_best_scratch[dev], ld);
     CHECK_LAUNCH();
-    return sgemm_best_scratch;
+    return sgemm_best_scratch[dev];
 }
 
 /* ---------------------------------------------------------------------------------------

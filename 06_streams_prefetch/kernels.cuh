@@ -10,17 +10,18 @@
  *
  * Every pipeline has the same signature: it reads p->h_in, writes p->h_out and returns
  * with the work enqueued (the caller synchronizes). With p->timeline set, each copy and
- * kernel also records a CUDA event before and after itself, for the timeline figure. */
+ * kernel also records a CUDA event before and after itself, for the timeline figure
+ * (event_timeline.cuh). */
 #ifndef CH06_KERNELS_CUH
 #define CH06_KERNELS_CUH
 
 #include "common/cuda_utils.cuh"
 #include "double_buffer.cuh"
+#include "event_timeline.cuh"
 #include "reference.h"
 
 #define SP_BLOCK 256
 #define SP_MAX_STREAMS 16
-#define SP_TIMELINE_MAX 4096
 
 /* The workload: `work` dependent multiply-adds per element (see reference.h). Its time
  * grows linearly with `work`, which sets the balance between kernel and copies. The
@@ -48,43 +49,6 @@ static inline void launch_work(const float *in, float *out, long long n, int wor
 {
     sp_work_kernel<<<sp_grid(n), SP_BLOCK, 0, s>>>(in, out, n, work);
     CHECK_LAUNCH();
-}
-
-/* --- timeline: an event before and after every copy and kernel ------------------------- */
-
-typedef struct {
-    char stream[24];        /* row of the figure: "stream 3", "h2d", "compute", ... */
-    const char *op;         /* "h2d", "kernel" or "d2h" */
-    int chunk;
-    cudaEvent_t start, end;
-} TimelineOp;
-
-typedef struct {
-    TimelineOp ops[SP_TIMELINE_MAX];
-    int count;
-} Timeline;
-
-/* Records the start of one op on stream s; returns its index, or -1 without a timeline. */
-static inline int sp_op_begin(Timeline *tl, cudaStream_t s, const char *stream, const char *op, int chunk)
-{
-    if (tl == NULL) return -1;
-    if (tl->count == SP_TIMELINE_MAX) {
-        fprintf(stderr, "timeline full (%d ops)\n", SP_TIMELINE_MAX);
-        exit(1);
-    }
-    TimelineOp *t = &tl->ops[tl->count];
-    snprintf(t->stream, sizeof t->stream, "%s", stream);
-    t->op = op;
-    t->chunk = chunk;
-    CUDA_CHECK(cudaEventCreate(&t->start));
-    CUDA_CHECK(cudaEventCreate(&t->end));
-    CUDA_CHECK(cudaEventRecord(t->start, s));
-    return tl->count++;
-}
-
-static inline void sp_op_end(Timeline *tl, int idx, cudaStream_t s)
-{
-    if (tl != NULL) CUDA_CHECK(cudaEventRecord(tl->ops[idx].end, s));
 }
 
 /* --- the pipelines ---------------------------------------------------------------------- */

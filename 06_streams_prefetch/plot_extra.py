@@ -64,29 +64,24 @@ def draw_bandwidth(rows, out_dir):
 
 
 def read_timeline(path):
-    """(title, {pipeline: [(stream, op, chunk, start, end), ...]}) from the TSV file."""
-    title, ops = "", {}
+    """(meta, {pipeline: [(stream, op, chunk, start, end), ...]}) from a timeline file
+    (event_timeline.cuh's format); meta holds the '#' line's key-value pairs."""
+    meta, ops = {}, {}
     with open(path) as f:
         for line in f:
             fields = line.rstrip("\n").split("\t")
             if line.startswith("#"):
+                fields[0] = fields[0].lstrip("# ")
                 meta = dict(zip(fields[0::2], fields[1::2]))
-                title = (f"{meta.get('# gpu', '?')}: {meta.get('floats', '?')} floats in "
-                         f"{meta.get('chunks', '?')} chunks, {meta.get('work', '?')} multiply-adds per element")
             elif fields[0] != "pipeline" and len(fields) == 6:
                 ops.setdefault(fields[0], []).append(
                     (fields[1], fields[2], int(fields[3]), float(fields[4]), float(fields[5])))
-    return title, ops
+    return meta, ops
 
 
-def draw_timeline(out_dir):
-    if not os.path.exists(TIMELINE):
-        print(f"no {TIMELINE}: run the chapter's bench with --timeline to draw the timeline")
-        return
-    title, ops = read_timeline(TIMELINE)
-    if not ops:
-        print(f"{TIMELINE} holds no ops; timeline not drawn")
-        return
+def plot_timeline(ops, title, op_colours, op_labels, xlabel, path):
+    """One panel per pipeline, one row per stream, a bar per op (coloured by op, labelled
+    with its chunk unless that is negative); chapter 07's data-parallel timeline too."""
     heights = [len(dict.fromkeys(o[0] for o in v)) + 1 for v in ops.values()]
     fig, axes = plt.subplots(len(ops), 1, figsize=(12, 0.45 * sum(heights) + 1.5), sharex=True,
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
@@ -94,24 +89,39 @@ def draw_timeline(out_dir):
         streams = list(dict.fromkeys(o[0] for o in items))
         for stream, op, chunk, start, end in items:
             y = streams.index(stream)
-            ax.barh(y, end - start, left=start, height=0.7, color=OP_COLOURS.get(op, "#999999"),
+            ax.barh(y, end - start, left=start, height=0.7, color=op_colours.get(op, "#999999"),
                     edgecolor="white", linewidth=0.5)
-            ax.text((start + end) / 2, y, str(chunk), ha="center", va="center", fontsize=6, color="white")
+            if chunk >= 0:
+                ax.text((start + end) / 2, y, str(chunk), ha="center", va="center", fontsize=6, color="white")
         total = max(o[4] for o in items)
         ax.set_yticks(range(len(streams)))
         ax.set_yticklabels(streams, fontsize=8)
         ax.invert_yaxis()
         ax.set_title(f"{pipeline}: {total:.2f} ms", fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in OP_COLOURS.values()]
-    fig.legend(handles, ["copy in (H2D)", "kernel", "copy out (D2H)"], fontsize=8, loc="upper right", ncol=3)
-    axes[-1, 0].set_xlabel("ms since the pipeline was issued (bar = from the event before an op to the one after it)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in op_colours.values()]
+    fig.legend(handles, op_labels, fontsize=8, loc="upper right", ncol=min(len(op_labels), 4))
+    axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle(f"timeline, {title}", fontsize=10, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    path = os.path.join(out_dir, "06_streams_prefetch_timeline.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
+
+
+def draw_timeline(out_dir):
+    if not os.path.exists(TIMELINE):
+        print(f"no {TIMELINE}: run the chapter's bench with --timeline to draw the timeline")
+        return
+    meta, ops = read_timeline(TIMELINE)
+    if not ops:
+        print(f"{TIMELINE} holds no ops; timeline not drawn")
+        return
+    title = (f"{meta.get('gpu', '?')}: {meta.get('floats', '?')} floats in "
+             f"{meta.get('chunks', '?')} chunks, {meta.get('work', '?')} multiply-adds per element")
+    plot_timeline(ops, title, OP_COLOURS, ["copy in (H2D)", "kernel", "copy out (D2H)"],
+                  "ms since the pipeline was issued (bar = from the event before an op to the one after it)",
+                  os.path.join(out_dir, "06_streams_prefetch_timeline.png"))
 
 
 def draw(rows, out_dir):

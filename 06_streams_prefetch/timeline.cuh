@@ -26,7 +26,7 @@ static void write_timeline(const DeviceInfo *info, long long n, int work)
     FILE *f = fopen(FLAGS.timeline, "w");
     if (!f) { fprintf(stderr, "cannot write timeline file '%s'\n", FLAGS.timeline); exit(1); }
     fprintf(f, "# gpu\t%s\tfloats\t%lld\twork\t%d\tchunks\t%d\n", info->name, n, work, TIMELINE_CHUNKS);
-    fprintf(f, "pipeline\tstream\top\tchunk\tstart_ms\tend_ms\n");
+    timeline_write_header(f);
     Workspace w;
     workspace_create(&w, n, 1);
     Run r;
@@ -43,15 +43,7 @@ static void write_timeline(const DeviceInfo *info, long long n, int work)
         CUDA_CHECK(cudaEventRecord(origin, 0));
         run_pipeline(&r);
         CUDA_CHECK(cudaDeviceSynchronize());
-        for (int i = 0; i < tl->count; i++) {
-            float t0, t1;
-            CUDA_CHECK(cudaEventElapsedTime(&t0, origin, tl->ops[i].start));
-            CUDA_CHECK(cudaEventElapsedTime(&t1, origin, tl->ops[i].end));
-            fprintf(f, "%s\t%s\t%s\t%d\t%.4f\t%.4f\n", r.v->name, tl->ops[i].stream, tl->ops[i].op,
-                    tl->ops[i].chunk, t0, t1);
-            CUDA_CHECK(cudaEventDestroy(tl->ops[i].start));
-            CUDA_CHECK(cudaEventDestroy(tl->ops[i].end));
-        }
+        timeline_write(f, r.v->name, tl, origin);
     }
     CUDA_CHECK(cudaEventDestroy(origin));
     free(tl);

@@ -108,9 +108,36 @@ static float *download(const float *dev, size_t n)
  *              3e-5 and the parameters by 1e-5 */
 static const CheckTolerances FP32_TOLERANCES = {1e-5, 1e-4, 1e-4, 1e-3, 1e-4, 1e-4};
 
+/* What an epoch of the case left, against the case's reference: the epoch's loss, the
+ * last step's z1 (without its bias where z1_has_no_bias: the fused steps add it where z1 is
+ * read) and dz2, the velocity v = mu v + g after both steps (which holds both steps'
+ * gradients) and the parameters. Returns the number of failed comparisons. */
+static int check_results(const char *name, const CheckTolerances *tol, const CheckCase *c, double loss, const float *z1,
+                         const float *dz2, const float *v, const float *np, int z1_has_no_bias)
+{
+    const MlpLayout *l = &c->l;
+    int B = c->batch, B2 = c->last.batch, H = l->hidden;
+    char size[48], what[64];
+    snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
+    int fails = 0;
+#define CHECK_ONE(label, err, limit) do { snprintf(what, sizeof what, "%s %s", name, label); fails += !report_check(what, size, err, limit); } while (0)
+    CHECK_ONE("loss", isfinite(loss) ? fabs(loss - c->loss) / fabs(c->loss) : INFINITY, tol->loss);
+    double *z1_ref = (double *)xmalloc((size_t)B2 * H * sizeof(double));
+    for (size_t i = 0; i < (size_t)B2 * H; i++) z1_ref[i] = c->last.z1[i] - (z1_has_no_bias ? c->p_last[l->b1 + i % H] : 0.0);
+    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B2 * H), tol->z1);
+    free(z1_ref);
+    CHECK_ONE("dz2", norm_rel_error(dz2, c->last.dz2, (size_t)B2 * MLP_CLASSES), tol->dz2);
+    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H), tol->v_hidden);
+    CHECK_ONE("v(b1)", norm_rel_error(v + l->b1, c->v_new + l->b1, (size_t)H), tol->v_hidden);
+    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES), tol->v_output);
+    CHECK_ONE("v(b2)", norm_rel_error(v + l->b2, c->v_new + l->b2, MLP_CLASSES), tol->v_output);
+    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), tol->params);
+#undef CHECK_ONE
+    return fails;
+}
+
 /* The case's epoch of two steps, run through the trainer's own path (graphs included).
- * The velocity v = mu v + g after both steps holds both steps' gradients. Tolerances:
- * the family's, or FP32_TOLERANCES above. */
+ * Tolerances: the family's, or FP32_TOLERANCES above. */
 static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long seed)
 {
     const MlpLayout *l = &c->l;
@@ -131,23 +158,7 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
     float *v = download(t.vel, l->total), *np = download(t.params, l->total);
     if (impl->family->fused)
         for (size_t i = 0; i < l->total; i++) v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
-    char size[48], what[64];
-    snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
-    int fails = 0;
-#define CHECK_ONE(label, err, limit) do { snprintf(what, sizeof what, "%s %s", impl->name, label); fails += !report_check(what, size, err, limit); } while (0)
-    CHECK_ONE("loss", isfinite(r.loss) ? fabs(r.loss - c->loss) / fabs(c->loss) : INFINITY, tol->loss);
-    /* the fused trainers keep z1 without its bias (added where z1 is read) */
-    double *z1_ref = (double *)xmalloc((size_t)B2 * H * sizeof(double));
-    for (size_t i = 0; i < (size_t)B2 * H; i++) z1_ref[i] = c->last.z1[i] - (impl->family->fused ? c->p_last[l->b1 + i % H] : 0.0);
-    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B2 * H), tol->z1);
-    free(z1_ref);
-    CHECK_ONE("dz2", norm_rel_error(dz2, c->last.dz2, (size_t)B2 * MLP_CLASSES), tol->dz2);
-    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H), tol->v_hidden);
-    CHECK_ONE("v(b1)", norm_rel_error(v + l->b1, c->v_new + l->b1, (size_t)H), tol->v_hidden);
-    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES), tol->v_output);
-    CHECK_ONE("v(b2)", norm_rel_error(v + l->b2, c->v_new + l->b2, MLP_CLASSES), tol->v_output);
-    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), tol->params);
-#undef CHECK_ONE
+    int fails = check_results(impl->name, tol, c, r.loss, z1, dz2, v, np, impl->family->fused);
     free(z1); free(dz2); free(v); free(np);
     trainer_destroy(&t);
     return fails;

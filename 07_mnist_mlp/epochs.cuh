@@ -127,7 +127,19 @@ static EpochResult run_epoch(Trainer *t)
 typedef struct {
     double median_ms, accuracy;
     int epochs;
+    int diverged_epoch;  /* 0 if every epoch's losses were finite */
 } TrainResult;
+
+/* What a training run needs from whatever runs its epochs: one trainer (trainer_runner
+ * below), or the replicas of data_parallel.cuh. */
+typedef struct {
+    const char *name;
+    int batch, steps;
+    float lr;
+    void *ctx;
+    EpochResult (*run_epoch)(void *ctx);
+    double (*evaluate)(void *ctx, double *loss);   /* test accuracy, mean test loss */
+} EpochRunner;
 
 static void epoch_csv_row(const char *path, const char *gpu, const char *impl, const char *dataset, int batch,
                           int epoch, double loss, double acc, double ms)
@@ -145,27 +157,28 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Trains `epochs` epochs, one progress line each; exits 1 on divergence. The epoch time
- * is the median of the epochs after the first (module loading, first touches), the
- * upper one of the middle two for an even count. */
-static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *dataset, const char *epoch_csv)
+/* Trains `epochs` epochs, one progress line each. On divergence: exits 1 if
+ * stop_on_divergence, else notes the epoch and goes on (the bench, which times epochs).
+ * The epoch time is the median of the epochs after the first (module loading, first
+ * touches), the upper one of the middle two for an even count. */
+static TrainResult train_epochs(const EpochRunner *er, int epochs, const char *gpu, const char *dataset,
+                                const char *epoch_csv, int stop_on_divergence)
 {
-    TrainResult res = {0.0, 0.0, epochs};
+    TrainResult res = {0.0, 0.0, epochs, 0};
     double *ms = (double *)xmalloc((size_t)(epochs + 1) * sizeof(double));
-    trainer_prepare_graphs(t);
     for (int e = 1; e <= epochs; e++) {
-        EpochResult r = run_epoch(t);
-        if (r.diverged_step >= 0) {
+        EpochResult r = er->run_epoch(er->ctx);
+        if (r.diverged_step >= 0 && (stop_on_divergence || !res.diverged_epoch)) {
             fprintf(stderr, "training diverged: the loss is not finite at epoch %d, step %d of %d "
-                            "(%s, lr %g): try a smaller --lr\n", e, r.diverged_step + 1, steps_per_epoch(t),
-                    t->impl->name, t->lr);
-            exit(1);
+                            "(%s, lr %g): try a smaller --lr\n", e, r.diverged_step + 1, er->steps, er->name, er->lr);
+            if (stop_on_divergence) exit(1);
+            res.diverged_epoch = e;
         }
-        double test_loss, acc = t->impl->family->evaluate(t, &test_loss);
+        double test_loss, acc = er->evaluate(er->ctx, &test_loss);
         printf("  %-12s epoch %3d  train loss %.4f  test loss %.4f  test accuracy %6.2f%%  epoch %9.2f ms\n",
-               t->impl->name, e, r.loss, test_loss, acc, r.ms);
+               er->name, e, r.loss, test_loss, acc, r.ms);
         fflush(stdout);
-        if (epoch_csv) epoch_csv_row(epoch_csv, gpu, t->impl->name, dataset, t->batch, e, r.loss, acc, r.ms);
+        if (epoch_csv) epoch_csv_row(epoch_csv, gpu, er->name, dataset, er->batch, e, r.loss, acc, r.ms);
         ms[e - 1] = r.ms;
         res.accuracy = acc;
     }
@@ -175,10 +188,33 @@ static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *da
     } else if (epochs == 1) {
         res.median_ms = ms[0];
     } else {
-        res.accuracy = t->impl->family->evaluate(t, NULL);
+        res.accuracy = er->evaluate(er->ctx, NULL);
     }
     free(ms);
     return res;
+}
+
+static EpochResult run_trainer_epoch(void *t) { return run_epoch((Trainer *)t); }
+
+static double evaluate_trainer(void *p, double *loss)
+{
+    Trainer *t = (Trainer *)p;
+    return t->impl->family->evaluate(t, loss);
+}
+
+/* One trainer's epochs, its graphs prepared. */
+static EpochRunner trainer_runner(Trainer *t)
+{
+    trainer_prepare_graphs(t);
+    EpochRunner er = {t->impl->name, t->batch, steps_per_epoch(t), t->lr, t, run_trainer_epoch, evaluate_trainer};
+    return er;
+}
+
+/* Trains one trainer `epochs` epochs, one progress line each; exits 1 on divergence. */
+static TrainResult train(Trainer *t, int epochs, const char *gpu, const char *dataset, const char *epoch_csv)
+{
+    EpochRunner er = trainer_runner(t);
+    return train_epochs(&er, epochs, gpu, dataset, epoch_csv, 1);
 }
 
 #endif

@@ -1,12 +1,14 @@
 /* Chapter 07: the chapter's command line. Besides the flags every chapter takes
  * (common/cli.h): --train and the trainer's shape and schedule, the data, the model
- * files, and the bench's side files; their defaults, and the learning rate's. */
+ * files, the bench's side files, and --gpus with its buckets and timeline (data
+ * parallel); their defaults, and the learning rate's. */
 #ifndef CH07_FLAGS_CUH
 #define CH07_FLAGS_CUH
 
 #include <math.h>
 
 #include "common/cli.h"
+#include "nccl_comm.cuh"
 #include "trainers.cuh"
 
 typedef struct {
@@ -16,6 +18,8 @@ typedef struct {
     int hidden, batch, epochs, train_size;
     double lr, momentum, min_accuracy;
     const char *save, *load, *epoch_csv, *stage_csv, *peer;
+    int gpus, buckets;    /* --gpus N: data-parallel over N GPUs (0: one GPU, no NCCL); buckets -1: default */
+    const char *timeline; /* --timeline FILE: the data-parallel bench's timeline */
 } Flags;
 
 static int parse_double_flag(const char *text, double lo, double hi, double *out, char *err, size_t errlen)
@@ -40,14 +44,15 @@ static int extra_flag(int argc, char **argv, int *i, char *err, size_t errlen, v
     const char *a = argv[*i];
     struct { const char *name; int *target; long long lo, hi; } ints[] = {
         {"--hidden", &f->hidden, 1, 8192}, {"--batch", &f->batch, 1, 60000},
-        {"--epochs", &f->epochs, 0, 1000}, {"--train-size", &f->train_size, 1, 60000}};
+        {"--epochs", &f->epochs, 0, 1000}, {"--train-size", &f->train_size, 1, 60000},
+        {"--gpus", &f->gpus, 1, DP_MAX_GPUS}, {"--buckets", &f->buckets, 0, DP_MAX_BUCKETS}};
     struct { const char *name; double *target; double lo, hi; } reals[] = {
         {"--lr", &f->lr, 1e-12, 1e38}, {"--momentum", &f->momentum, 0.0, 0.999},
         {"--min-accuracy", &f->min_accuracy, 0.0, 100.0}};
     struct { const char *name; const char **target; } strs[] = {
         {"--data", &f->data}, {"--save", &f->save}, {"--load", &f->load},
         {"--epoch-csv", &f->epoch_csv}, {"--stage-csv", &f->stage_csv}, {"--peer", &f->peer},
-        {"--impl", &f->impl}};
+        {"--impl", &f->impl}, {"--timeline", &f->timeline}};
     if (!strcmp(a, "--train")) { f->train = 1; return 1; }
     int known = 0;
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) known |= !strcmp(a, ints[k].name);
@@ -82,7 +87,7 @@ static int extra_flag(int argc, char **argv, int *i, char *err, size_t errlen, v
     return 1;
 }
 
-static Flags FLAGS = {0, NULL, NULL, 1024, 256, 10, 0, 0.0, 0.9, 0.0, NULL, NULL, NULL, NULL, NULL};
+static Flags FLAGS = {0, NULL, NULL, 1024, 256, 10, 0, 0.0, 0.9, 0.0, NULL, NULL, NULL, NULL, NULL, 0, -1, NULL};
 
 /* Without --lr: 0.05 at batch 256, scaled with the batch (0.00625 at batch 32), so that
  * a step moves the weights about as far per image at every batch size. */
@@ -109,7 +114,14 @@ static const ProgramSpec SPEC = {
     "  --min-accuracy P exit 1 if the final test accuracy is below P percent\n"
     "  --epoch-csv FILE append one row per epoch (impl, loss, accuracy, time) to FILE\n"
     "  --stage-csv FILE append the bench's launch-by-launch step times to FILE\n"
-    "  --peer FILE      CSV with PyTorch's rows (torch_reference.py): the bench's ceiling\n",
+    "  --peer FILE      CSV with PyTorch's rows (torch_reference.py): the bench's ceiling\n"
+    "\ndata parallel (data_parallel.cuh), " DP_NCCL_NOTE ":\n"
+    "  --gpus N         train, check or bench the fused step on N GPUs over NCCL: each GPU a\n"
+    "                   replica with --batch / N images of every batch (--batch: the global batch);\n"
+    "                   --bench: -n is the batch per GPU (default 256,1024,4096 x H 1024,4096)\n"
+    "  --buckets K      dW1's all-reduce in K pieces, each started when its rows are done\n"
+    "                   (default 4; 0: one all-reduce after the whole backward pass)\n"
+    "  --timeline FILE  with --bench --gpus: every launch and all-reduce of two steps, per GPU and stream\n",
     IMPL_NAMES, 2, 60000, extra_flag, &FLAGS};
 
 #endif

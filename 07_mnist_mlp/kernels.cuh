@@ -354,16 +354,24 @@ static inline void launch_hidden_backward(const float *z1, const float *b1, cons
  * busy with little: three dependent loads (cursor, order, pixel) a thread and 2.6 MB of
  * stores. Here its latency hides behind the update's streaming traffic, and the step has
  * one launch fewer. */
+/* Block `block` of gather_blocks: its tile of the next batch, rows order[*cursor ..]
+ * clipped at n_train, and its share of clearing dst.zero (nothing after the last batch). */
+__device__ __forceinline__ void mlp_gather_next(const MlpSource src, const int *cursor, int n_train, int batch,
+                                                const MlpBatch dst, int block, int gather_blocks)
+{
+    int start = *cursor, rows = n_train - start < batch ? n_train - start : batch;
+    if (rows <= 0) return; /* the epoch's last step: no batch follows */
+    mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x, (size_t)gather_blocks * MLP_UPDATE_THREADS);
+    mlp_gather_tile(src, start, rows, dst, block, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
+}
+
 __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
 mlp_update_and_gather(float *w, float *v, size_t n, float lr, float mu, int gather_blocks, const MlpSource src,
                       const int *cursor, int n_train, int batch, const MlpBatch dst)
 {
     int block = blockIdx.x;
     if (block < gather_blocks) {
-        int start = *cursor, rows = n_train - start < batch ? n_train - start : batch;
-        if (rows <= 0) return; /* the epoch's last step: no batch follows */
-        mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x, (size_t)gather_blocks * MLP_UPDATE_THREADS);
-        mlp_gather_tile(src, start, rows, dst, block, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
+        mlp_gather_next(src, cursor, n_train, batch, dst, block, gather_blocks);
         return;
     }
     size_t n4 = n / 4, stride = (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS;

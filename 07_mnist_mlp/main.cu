@@ -7,6 +7,8 @@
  *             and a finite-difference check of the CPU gradients (synthetic data)
  *   --bench   epoch time of every trainer at each batch size, against PyTorch (--peer)
  *   --train   train one trainer (--impl), printing one line per epoch
+ *   --gpus N  the same three for the data-parallel trainer: the fused step on N GPUs,
+ *             gradients summed with NCCL's all-reduce (part three of the README)
  *
  * The chapter's files, one question each:
  *   kernels.cuh        the kernels no earlier chapter teaches
@@ -20,11 +22,18 @@
  *   data.cuh           the data: IDX files or the synthetic set, pixel statistics
  *   check.cuh          --check
  *   bench.cuh          --bench
+ *   nccl_comm.cuh      NCCL: whether this build has it, communicators, the all-reduce alone
+ *   data_parallel.cuh  the data-parallel trainer (--gpus N): replicas, step, epoch, --train
+ *   data_parallel_split.h   how it cuts each batch over the GPUs (plain C, host-tested)
+ *   data_parallel_check.cuh, data_parallel_bench.cuh   its --check and --bench
  *   idx.h, model_file.h, reference.h  the IDX reader, weight files, the CPU reference
  *   main.cu            --train, and what runs when */
 #include "bench.cuh"
 #include "check.cuh"
 #include "data.cuh"
+#include "data_parallel.cuh"
+#include "data_parallel_bench.cuh"
+#include "data_parallel_check.cuh"
 #include "epochs.cuh"
 #include "flags.cuh"
 #include "model_file.h"
@@ -47,28 +56,51 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     } else {
         mlp_init(p0, &l, o->seed);
     }
-    printf("training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n", impl->name,
-           f->hidden, batch, learning_rate(batch), f->momentum, f->epochs, n_train, o->seed);
-    Trainer t;
-    trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std, o->seed);
-    trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
-    TrainResult r = train(&t, f->epochs, info->name, d->name, f->epoch_csv);
+    printf("training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
+           f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum, f->epochs,
+           n_train, o->seed);
+    TrainResult r = {0.0, 0.0, 0, 0};
+    int failed = 0;
+    if (f->gpus) { /* data_parallel.cuh: p0 becomes the trained parameters */
+#ifdef HAVE_NCCL
+        failed = dp_train(d, n_train, batch, info->name, o->seed, p0, &r);
+#endif
+    } else {
+        Trainer t;
+        trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std, o->seed);
+        trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
+        r = train(&t, f->epochs, info->name, d->name, f->epoch_csv);
+        CUDA_CHECK(cudaMemcpy(p0, t.params, l.total * sizeof(float), cudaMemcpyDeviceToHost));
+        trainer_destroy(&t);
+    }
     printf("test accuracy %.2f%%, median epoch time %.2f ms\n", r.accuracy, r.median_ms);
     if (f->save) {
-        CUDA_CHECK(cudaMemcpy(p0, t.params, l.total * sizeof(float), cudaMemcpyDeviceToHost));
         if (model_save(f->save, &l, p0, err, sizeof err)) {
             fprintf(stderr, "mnist_mlp: --save: %s\n", err);
             exit(1);
         }
         printf("saved %s\n", f->save);
     }
-    trainer_destroy(&t);
     free(p0);
     if (f->min_accuracy > 0.0 && r.accuracy < f->min_accuracy) {
         fprintf(stderr, "test accuracy %.2f%% is below --min-accuracy %.2f%%\n", r.accuracy, f->min_accuracy);
         return 1;
     }
-    return 0;
+    return failed;
+}
+
+/* --gpus N: the data-parallel check and bench (data_parallel_check.cuh, _bench.cuh); a build
+ * without NCCL never gets here (dp_validate_args refused --gpus). */
+static int data_parallel_check_bench(const Options *o, const DeviceInfo *info, const Data *d)
+{
+    int failures = 0;
+#ifdef HAVE_NCCL
+    if (o->check) failures += dp_check(o);
+    if (o->bench) failures += dp_bench(o, info, d);
+#else
+    (void)o; (void)info; (void)d;
+#endif
+    return failures;
 }
 
 int main(int argc, char **argv)
@@ -82,6 +114,7 @@ int main(int argc, char **argv)
     if (FLAGS.train && o.check && o.bench) o.check = o.bench = 0; /* --train alone: train only */
     if (FLAGS.train && FLAGS.load && FLAGS.epochs == 0 && FLAGS.save)
         cli_fail(&SPEC, "--save with --epochs 0 would only copy the --load file");
+    dp_validate_args(&o);
     Data d;
     memset(&d, 0, sizeof d);
     if (FLAGS.train || o.bench) load_data(&FLAGS, &d);
@@ -94,8 +127,9 @@ int main(int argc, char **argv)
     require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000), "the trainer");
 
     int failures = 0;
-    if (o.check) failures += run_checks(&o);
-    if (o.bench) {
+    if (FLAGS.gpus) failures += data_parallel_check_bench(&o, &info, &d);
+    else if (o.check) failures += run_checks(&o);
+    if (o.bench && !FLAGS.gpus) {
         if (o.nsizes == 0) {
             failures += bench_batch(&o, &info, &d, 256, FLAGS.hidden);
             failures += bench_batch(&o, &info, &d, 32, FLAGS.hidden);
