@@ -2,8 +2,12 @@
  * (chapter 07's tensor-core trainers do). Same contract as every tensor-core version
  * (tc_common.cuh). They pick:
  *   - on a Hopper GPU with an sm_90a build, when TMA can describe A and Bt (16-byte row
- *     strides and bases): tc_wgmma_persistent when the 128x256 tiles make at least a wave
- *     (one tile per SM), else tc_wgmma_splitk (64x128 tiles, K split to fill the SMs);
+ *     strides and bases): when the 128x256 tiles make at least a wave (one tile per SM),
+ *     tc_wgmma_persistent up to 8 waves and tc_wgmma_ws beyond (measured on an H100: the
+ *     persistent kernel's overlapped epilogue wins at 4096^3, 3.9 waves; at 8192^3, 15.5
+ *     waves, the hardware's block scheduler, which hands the next tile to whichever SM
+ *     frees first, beats the persistent kernel's fixed round-robin); else tc_wgmma_splitk
+ *     (64x128 tiles, K split to fill the SMs);
  *   - everywhere else (an older GPU, or K not a multiple of 8 for bf16 / 4 for tf32, or an
  *     unaligned pointer): tc_mma_pipeline, which takes any shape. */
 #ifndef CH05_TC_BEST_CUH
@@ -19,18 +23,21 @@ static inline bool tc_use_wgmma(int K, const T *A, const T *Bt)
     return !tc_wgmma_unavailable() && !tc_tma_refusal(K, sizeof(T), A, Bt);
 }
 
-/* One 128x256 tile per SM or more: the persistent kernel keeps every SM busy. */
-static inline bool tc_big_tiles_fill(int M, int N)
+/* How many waves of 128x256 tiles (one tile per SM per wave) C makes. */
+static inline double tc_big_tile_waves(int M, int N)
 {
-    return (long long)sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256) >= sgemm_sm_count();
+    return (double)sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256) / sgemm_sm_count();
 }
 
 static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
                                 float *C)
 {
-    if (!tc_use_wgmma(K, A, Bt))
+    double waves = tc_use_wgmma(K, A, Bt) ? tc_big_tile_waves(M, N) : -1.0;
+    if (waves < 0.0)
         tc_mma_pipeline_bf16(M, N, K, alpha, A, Bt, beta, C);
-    else if (tc_big_tiles_fill(M, N))
+    else if (waves > 8.0)
+        tc_wgmma_ws_bf16(M, N, K, alpha, A, Bt, beta, C);
+    else if (waves >= 1.0)
         tc_wgmma_persistent_bf16(M, N, K, alpha, A, Bt, beta, C);
     else
         tc_wgmma_splitk_bf16(M, N, K, alpha, A, Bt, beta, C);
@@ -39,9 +46,12 @@ static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A,
 static inline void tc_best_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
                                 float beta, float *C)
 {
-    if (!tc_use_wgmma(K, A, Bt))
+    double waves = tc_use_wgmma(K, A, Bt) ? tc_big_tile_waves(M, N) : -1.0;
+    if (waves < 0.0)
         tc_mma_pipeline_tf32(M, N, K, alpha, A, Bt, beta, C);
-    else if (tc_big_tiles_fill(M, N))
+    else if (waves > 8.0)
+        tc_wgmma_ws_tf32(M, N, K, alpha, A, Bt, beta, C);
+    else if (waves >= 1.0)
         tc_wgmma_persistent_tf32(M, N, K, alpha, A, Bt, beta, C);
     else
         tc_wgmma_splitk_tf32(M, N, K, alpha, A, Bt, beta, C);
