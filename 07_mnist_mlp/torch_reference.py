@@ -44,7 +44,8 @@ configuration, precision and batch size, kernel torch_<config>[_<precision> unle
 judged against the fastest configuration of the same precision and batch.
 
 usage: torch_reference.py [--data DIR] [--batches 256,32] [--precisions fp32,tf32,bf16]
-                          [--compile-batches 256] [--epochs 10] [--timing-epochs 3]
+                          [--compile-batches 256] [--compile-precisions fp32,bf16]
+                          [--epochs 10] [--timing-epochs 3]
                           [--csv FILE] [--epoch-csv FILE]
 """
 import argparse
@@ -242,6 +243,9 @@ def train(torch, args, data, weights, batch, precision, config, orders, clock):
     if config == "compile" and args.compile_batches is not None and batch not in args.compile_batches:
         print(f"  {name} batch {batch}: not run (--compile-batches {','.join(map(str, args.compile_batches))})")
         return None
+    if config == "compile" and args.compile_precisions is not None and precision not in args.compile_precisions:
+        print(f"  {name} batch {batch}: not run (--compile-precisions {','.join(args.compile_precisions)})")
+        return None
     try:
         if config == "compile":
             import torch._dynamo
@@ -362,6 +366,8 @@ def parse_args(argv=None):
     p.add_argument("--compile-batches", type=csv_list(int), default=None,
                    help="batch sizes at which compile runs (default: every one of --batches); "
                         "each costs a max-autotune compile of about 45 s on an H100")
+    p.add_argument("--compile-precisions", type=csv_list(PRECISIONS), default=None,
+                   help="precisions in which compile runs (default: every one of --precisions)")
     p.add_argument("--hidden", type=positive, default=1024)
     p.add_argument("--lr", type=float, help="learning rate (default 0.05 x batch / 256, as mnist_mlp)")
     p.add_argument("--momentum", type=float, default=0.9)
