@@ -1,6 +1,8 @@
 /* Chapter 07: --check. An epoch of two training steps of every trainer, through its own
  * path (graphs included), against double-precision CPU steps of reference.h on synthetic
- * data; and the CPU gradients themselves against central finite differences. */
+ * data (for the tensor-core trainers, CPU steps whose two big products take the same
+ * rounded operands as theirs); and the CPU gradients themselves against central finite
+ * differences. */
 #ifndef CH07_CHECK_CUH
 #define CH07_CHECK_CUH
 
@@ -21,8 +23,9 @@ static void check_params(float *p, const MlpLayout *l, unsigned long long seed)
 /* The reference of a check: an epoch of two steps, B rows and then a shorter second batch
  * (so the cursor, the next-batch gather and a last partial batch are all exercised), in the
  * order the trainers will draw them (the same shuffle stream as theirs), computed in
- * double: the last step's activations, the epoch's mean loss, the velocity and the
- * parameters after both updates. */
+ * double, the products' operands rounded as a tensor-core trainer rounds them when
+ * `rounding` is set: the last step's activations, the epoch's mean loss, the velocity and
+ * the parameters after both updates. */
 typedef struct {
     IdxDataset data;
     MlpLayout l;
@@ -42,7 +45,7 @@ typedef struct {
 
 static int second_batch(int B) { return B > 1 ? (B + 1) / 2 : 1; }
 
-static void check_case_create(CheckCase *c, int B, int H, unsigned long long seed)
+static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long long seed, RefRounding rounding)
 {
     int B2 = second_batch(B), N = B + B2;
     c->batch = B;
@@ -70,15 +73,20 @@ static void check_case_create(CheckCase *c, int B, int H, unsigned long long see
     for (size_t i = 0; i < n; i++) c->p_new[i] = c->p0[i];
     RefStep first;
     ref_alloc(&first, &c->l, B);
-    ref_step(c->p_new, &c->l, x, y, &first);
+    ref_step_rounded(c->p_new, &c->l, x, y, rounding, &first);
     ref_sgd(c->p_new, c->v_new, first.grad, n, CHECK_LR, CHECK_MU);
     memcpy(c->p_last, c->p_new, n * sizeof(double));
     ref_alloc(&c->last, &c->l, B2);
-    ref_step(c->p_new, &c->l, x + (size_t)B * IDX_PIXELS, y + B, &c->last);
+    ref_step_rounded(c->p_new, &c->l, x + (size_t)B * IDX_PIXELS, y + B, rounding, &c->last);
     ref_sgd(c->p_new, c->v_new, c->last.grad, n, CHECK_LR, CHECK_MU);
     c->loss = (first.loss * B + c->last.loss * B2) / N;
     ref_free(&first);
     free(x); free(y);
+}
+
+static void check_case_create(CheckCase *c, int B, int H, unsigned long long seed)
+{
+    check_case_create_rounded(c, B, H, seed, NULL);
 }
 
 static void check_case_free(CheckCase *c)
@@ -181,22 +189,41 @@ static int check_gradients_fd(unsigned long long seed)
     return !report_check("CPU gradient vs finite diff", "5x9-6-10", err, 1e-6);
 }
 
+/* The precisions of the trainers' products, and the rounding the CPU steps give their
+ * operands for each (lowp.h). */
+static const char *const CHECK_PRECISIONS[] = {"fp32", "tf32", "bf16"};
+static const RefRounding CHECK_ROUNDINGS[] = {NULL, mlp_round_tf32, mlp_round_bf16};
+#define CHECK_NPRECISIONS 3
+
+static int check_precision(const Impl *impl)
+{
+    for (int r = 0; r < CHECK_NPRECISIONS; r++)
+        if (!strcmp(impl->precision, CHECK_PRECISIONS[r])) return r;
+    fprintf(stderr, "internal error: trainer %s has an unknown precision '%s'\n", impl->name, impl->precision);
+    exit(1);
+}
+
 static int run_checks(const Options *o)
 {
     static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {256, 1024}};
     int n = o->nsizes ? o->nsizes : 3, fails = 0;
     printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer against\n"
-           "double-precision CPU steps\n", o->seed);
+           "double-precision CPU steps (for tf32 and bf16: on the operands they round)\n", o->seed);
     fails += check_gradients_fd(o->seed);
     for (int i = 0; i < n; i++) {
         int B = o->nsizes ? (int)o->sizes[i].dim[0] : DEFAULT_SHAPES[i][0];
         int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden) : DEFAULT_SHAPES[i][1];
         unsigned long long seed = o->seed + 100 * (unsigned long long)i;
-        CheckCase c;
-        check_case_create(&c, B, H, seed);
-        for (int k = 0; k < NIMPLS; k++)
-            if (kernel_selected(o, IMPLS[k].name)) fails += check_impl(&IMPLS[k], &c, seed);
-        check_case_free(&c);
+        CheckCase cases[CHECK_NPRECISIONS]; /* one reference a precision, made when first needed */
+        int made[CHECK_NPRECISIONS] = {0};
+        for (int k = 0; k < NIMPLS; k++) {
+            if (!kernel_selected(o, IMPLS[k].name)) continue;
+            int r = check_precision(&IMPLS[k]);
+            if (!made[r]) check_case_create_rounded(&cases[r], B, H, seed, CHECK_ROUNDINGS[r]), made[r] = 1;
+            fails += check_impl(&IMPLS[k], &cases[r], seed);
+        }
+        for (int r = 0; r < CHECK_NPRECISIONS; r++)
+            if (made[r]) check_case_free(&cases[r]);
     }
     printf("%s\n", fails ? "CHECK FAILED" : "all checks passed");
     return fails;

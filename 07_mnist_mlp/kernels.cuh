@@ -24,6 +24,10 @@
  *     mlp_update_and_gather w -= lr v; v *= mu over all parameters at once, float4, and in
  *                           the same grid the gather of the next step's batch
  *
+ * The gather and the hidden backward are templates on how they store the operands of the
+ * next matrix product (MlpFp32 here: fp32, as computed); the tensor-core trainers store them
+ * in bf16 or rounded to TF32, dz1 transposed (kernels_tc.cuh, which also has their update).
+ *
  * The fused trainer keeps no separate gradient: the velocity v of SGD with momentum is
  * the buffer the gradient is accumulated into. Each step's update leaves v = mu v, then
  * the next step's backward pass adds its gradient on top (atomics, or the GEMM's beta = 1),
@@ -38,6 +42,7 @@
 #include "03_reduction/kernels.cuh"
 #include "05_matmul_tiled/kernels.cuh"
 #include "idx.h"
+#include "lowp.h"
 #include "reference.h"
 
 #define MLP_TILE 32
@@ -56,16 +61,29 @@ typedef struct {
     float mean, std;
 } MlpSource;
 
+/* How the fused kernels store the operands of a matrix product they prepare (the batch,
+ * dz1): as fp32, unchanged, in the fp32 trainers. The tensor-core trainers store them
+ * rounded to bf16 or TF32 and laid out for chapter 05's tensor-core contract
+ * (kernels_tc.cuh): T the stored type, cvt the rounding, TC whether dz1 goes out
+ * transposed. */
+struct MlpFp32 {
+    typedef float T;
+    static constexpr bool TC = false;
+    static __device__ __forceinline__ float cvt(float v) { return v; }
+};
+
 /* Where it goes: x (rows x 784) and, if xt is not NULL, its transpose xt (784 x rows) for
- * the dW1 product; labels to y. zero[0 .. zero_count) is cleared on the way (z1 in the
- * fused step: the forward GEMM then accumulates into it with beta = 1, and chapter 05's
- * split-K needs no clearing launch of its own). */
-typedef struct {
-    float *x, *xt;
+ * the dW1 product, in the store's type; labels to y. zero[0 .. zero_count) is cleared on
+ * the way (z1 in the fused step: the forward GEMM then accumulates into it with beta = 1,
+ * and chapter 05's split-K needs no clearing launch of its own). */
+template <typename S>
+struct MlpBatchOf {
+    typename S::T *x, *xt;
     int *y;
     float *zero;
     size_t zero_count;
-} MlpBatch;
+};
+typedef MlpBatchOf<MlpFp32> MlpBatch;
 
 #define MLP_GATHER_THREADS (MLP_TILE * MLP_GATHER_ROWS)
 
@@ -74,7 +92,8 @@ static inline int mlp_gather_blocks(int rows) { return (int)(mlp_blocks(IDX_PIXE
 /* One 32 x 32 tile of a gather, tile `tile` of mlp_gather_blocks(rows): pixels k0 .. k0+31
  * of batch rows b0 .. b0+31. The tile passes through shared memory as in chapter 02's
  * transpose, so the stores of x and of xt are both coalesced. Thread (tx, ty) of 32 x 8. */
-__device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, int rows, const MlpBatch dst,
+template <typename S>
+__device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, int rows, const MlpBatchOf<S> dst,
                                                 int tile, int tx, int ty)
 {
     __shared__ float s_tile[MLP_TILE][MLP_TILE + 1];
@@ -86,7 +105,7 @@ __device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, 
         if (b < rows && k < IDX_PIXELS) {
             int img = src.order ? src.order[start + b] : b;
             float v = ((float)src.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - src.mean) / src.std;
-            dst.x[(size_t)b * IDX_PIXELS + k] = v;
+            dst.x[(size_t)b * IDX_PIXELS + k] = S::cvt(v);
             s_tile[r][tx] = v;
         }
     }
@@ -97,27 +116,30 @@ __device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, 
 #pragma unroll
     for (int r = ty; r < MLP_TILE; r += MLP_GATHER_ROWS) {
         int k = k0 + r, b = b0 + tx;
-        if (b < rows && k < IDX_PIXELS) dst.xt[(size_t)k * rows + b] = s_tile[tx][r];
+        if (b < rows && k < IDX_PIXELS) dst.xt[(size_t)k * rows + b] = S::cvt(s_tile[tx][r]);
     }
 }
 
 /* Clears dst.zero with `threads` threads, this one being number `thread`. */
-__device__ __forceinline__ void mlp_clear(const MlpBatch dst, size_t thread, size_t threads)
+template <typename S>
+__device__ __forceinline__ void mlp_clear(const MlpBatchOf<S> dst, size_t thread, size_t threads)
 {
     for (size_t i = thread; i < dst.zero_count; i += threads) dst.zero[i] = 0.0f;
 }
 
 /* mlp_gather: batch rows start .. start + rows of the source, one tile a block. */
+template <typename S>
 __global__ void __launch_bounds__(MLP_GATHER_THREADS)
-mlp_gather(const MlpSource src, int start, int rows, const MlpBatch dst)
+mlp_gather(const MlpSource src, int start, int rows, const MlpBatchOf<S> dst)
 {
     mlp_clear(dst, (size_t)blockIdx.x * MLP_GATHER_THREADS + threadIdx.x, (size_t)gridDim.x * MLP_GATHER_THREADS);
     mlp_gather_tile(src, start, rows, dst, blockIdx.x, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
 }
 
-static inline void launch_gather(const MlpSource *src, int start, int rows, const MlpBatch *dst)
+template <typename S>
+static inline void launch_gather(const MlpSource *src, int start, int rows, const MlpBatchOf<S> *dst)
 {
-    mlp_gather<<<mlp_gather_blocks(rows), MLP_GATHER_THREADS>>>(*src, start, rows, *dst);
+    mlp_gather<S><<<mlp_gather_blocks(rows), MLP_GATHER_THREADS>>>(*src, start, rows, *dst);
     CHECK_LAUNCH();
 }
 
@@ -266,6 +288,23 @@ static inline void launch_output_layer(const float *z1, const float *b1, const f
 #define MLP_BACK_MAX_ROWS 32
 #define MLP_BACK_THREAD_ROWS (MLP_BACK_MAX_ROWS / MLP_BACK_GROUPS)
 
+/* The tensor-core trainers' dz1t (lowp.h): a thread's `count` values of hidden unit j,
+ * rows row0 .. row0 + count - 1 of the batch, into dst = dz1t + j * rows + row0, rounded:
+ * one wide store when the piece is whole and aligned, else one by one. */
+template <typename S>
+__device__ __forceinline__ void mlp_store_column(typename S::T *dst, const float (&v)[MLP_BACK_THREAD_ROWS], int count,
+                                                 int rows, int row0)
+{
+    static_assert(MLP_BACK_THREAD_ROWS == MLP_COLUMN_ROWS, "a thread's rows are one 8-row piece of dz1t");
+    if (mlp_column_vector(rows, row0, count)) {
+        S::store8(dst, v);
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++)
+        if (r < count) dst[r] = S::cvt(v[r]);
+}
+
 /* mlp_hidden_backward: a block owns 64 hidden units for `rows_per_block` batch rows;
  * thread (j, g) owns unit j for every fourth group of those rows. It keeps W2's row j
  * (10 floats) and b1[j] in registers and the block's dz2 rows in shared memory; per row it
@@ -277,10 +316,14 @@ static inline void launch_output_layer(const float *z1, const float *b1, const f
  * chosen so that about 8 blocks share each unit (few atomics), and the four row groups give
  * each SM enough warps to hide the latency of the loads (one group a block left most of
  * the SM's schedulers idle). Thread (0, 0) of the first block advances the batch cursor
- * (NULL: none): output_layer, the last reader of this step's position, has finished. */
+ * (NULL: none): output_layer, the last reader of this step's position, has finished.
+ * For the tensor-core trainers (S::TC) dz1 goes out transposed and rounded, as dz1t
+ * (H x rows), the Bt of their dW1 product: each thread keeps its rows' values of unit j
+ * and stores them as one piece of row j of dz1t (mlp_store_column). */
+template <typename S>
 __global__ void __launch_bounds__(MLP_BACK_COLS * MLP_BACK_GROUPS)
 mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2, int rows, int hidden,
-                    int rows_per_block, float *dz1, float *gw2, float *gb1, int *cursor)
+                    int rows_per_block, typename S::T *dz1, float *gw2, float *gb1, int *cursor)
 {
     __shared__ float s_dz2[MLP_BACK_MAX_ROWS][MLP_CLASSES];
     __shared__ float s_sum[MLP_BACK_GROUPS][MLP_CLASSES + 1][MLP_BACK_COLS];
@@ -297,7 +340,7 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) { w[c] = j < hidden ? w2[(size_t)j * MLP_CLASSES + c] : 0.0f; gw[c] = 0.0f; }
     /* all of this thread's z1 loads first, back to back: one memory latency, not one a row */
-    float zr[MLP_BACK_THREAD_ROWS];
+    float zr[MLP_BACK_THREAD_ROWS], column[MLP_BACK_THREAD_ROWS];
 #pragma unroll
     for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++)
         if (r < mine) zr[r] = z1[(size_t)(r0 + first + r) * hidden + j];
@@ -312,9 +355,11 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
             gw[c] = fmaf(a, d2[c], gw[c]);
         }
         float d = a > 0.0f ? da : 0.0f;
-        dz1[(size_t)(r0 + first + r) * hidden + j] = d;
+        if constexpr (S::TC) column[r] = d;
+        else dz1[(size_t)(r0 + first + r) * hidden + j] = d;
         gb += d;
     }
+    if constexpr (S::TC) mlp_store_column<S>(dz1 + (size_t)j * rows + r0 + first, column, mine, rows, r0 + first);
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) s_sum[g][c][tx] = gw[c];
     s_sum[g][MLP_CLASSES][tx] = gb;
@@ -329,13 +374,15 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
     }
 }
 
+template <typename S = MlpFp32>
 static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
-                                          int rows, int hidden, float *dz1, float *gw2, float *gb1, int *cursor)
+                                          int rows, int hidden, typename S::T *dz1, float *gw2, float *gb1,
+                                          int *cursor)
 {
     int per_block = (rows + 7) / 8;
     per_block = per_block > MLP_BACK_MAX_ROWS ? MLP_BACK_MAX_ROWS : per_block;
     dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block)), block(MLP_BACK_COLS, MLP_BACK_GROUPS);
-    mlp_hidden_backward<<<grid, block>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1, cursor);
+    mlp_hidden_backward<S><<<grid, block>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1, cursor);
     CHECK_LAUNCH();
 }
 
@@ -356,13 +403,26 @@ static inline void launch_hidden_backward(const float *z1, const float *b1, cons
  * one launch fewer. */
 /* Block `block` of gather_blocks: its tile of the next batch, rows order[*cursor ..]
  * clipped at n_train, and its share of clearing dst.zero (nothing after the last batch). */
+template <typename S>
 __device__ __forceinline__ void mlp_gather_next(const MlpSource src, const int *cursor, int n_train, int batch,
-                                                const MlpBatch dst, int block, int gather_blocks)
+                                                const MlpBatchOf<S> dst, int block, int gather_blocks)
 {
     int start = *cursor, rows = n_train - start < batch ? n_train - start : batch;
     if (rows <= 0) return; /* the epoch's last step: no batch follows */
     mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x, (size_t)gather_blocks * MLP_UPDATE_THREADS);
     mlp_gather_tile(src, start, rows, dst, block, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
+}
+
+/* The update job: w -= lr v, then v *= mu, over n4 float4s, thread `thread` of `threads`. */
+__device__ __forceinline__ void mlp_update_range(float *w, float *v, size_t n4, float lr, float mu, size_t thread,
+                                                 size_t threads)
+{
+    float4 *w4 = (float4 *)w, *v4 = (float4 *)v;
+    for (size_t i = thread; i < n4; i += threads) {
+        float4 p = w4[i], m = v4[i];
+        w4[i] = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
+        v4[i] = make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w);
+    }
 }
 
 __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
@@ -374,13 +434,8 @@ mlp_update_and_gather(float *w, float *v, size_t n, float lr, float mu, int gath
         mlp_gather_next(src, cursor, n_train, batch, dst, block, gather_blocks);
         return;
     }
-    size_t n4 = n / 4, stride = (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS;
-    float4 *w4 = (float4 *)w, *v4 = (float4 *)v;
-    for (size_t i = (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x; i < n4; i += stride) {
-        float4 p = w4[i], m = v4[i];
-        w4[i] = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
-        v4[i] = make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w);
-    }
+    mlp_update_range(w, v, n / 4, lr, mu, (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x,
+                     (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS);
 }
 
 /* The update alone (next NULL), or with the gather of the next batch (up to `batch` rows

@@ -121,13 +121,35 @@ static inline double ref_forward(const double *p, const MlpLayout *l, const floa
     return loss / batch;
 }
 
-/* Forward and backward: loss, activations, dz2 and the gradient of every parameter. */
-static inline void ref_step(const double *p, const MlpLayout *l, const float *x, const int *y, RefStep *s)
+/* A rounding of the operands of the two big products, as a tensor-core trainer does it
+ * (lowp.h: bf16, or TF32); NULL: none. */
+typedef float (*RefRounding)(float);
+
+/* Forward and backward: loss, activations, dz2 and the gradient of every parameter. With
+ * `rounding`, the two big products take rounded operands, as the tensor-core trainers
+ * feed them to the tensor cores: x and W1 in z1 = x W1 + b1 (W1 rounded from its fp32
+ * value, as the trainers keep it), x and dz1 in dW1 = x^T dz1 (dz1 from its fp32 value);
+ * everything else, db1 included, from the unrounded values, in double. */
+static inline void ref_step_rounded(const double *p, const MlpLayout *l, const float *x, const int *y,
+                                    RefRounding rounding, RefStep *s)
 {
     int H = l->hidden, B = s->batch;
-    s->loss = ref_forward(p, l, x, y, B, s->z1, s->a1, s->dz2, &s->correct);
+    const double *pf = p;  /* the parameters the forward pass multiplies */
+    const float *xs = x;   /* and the batch */
+    double *pr = NULL;
+    float *xr = NULL;
+    if (rounding) {
+        pr = (double *)malloc(l->total * sizeof(double));
+        xr = (float *)malloc((size_t)B * l->in * sizeof(float));
+        memcpy(pr, p, l->total * sizeof(double));
+        for (size_t i = 0; i < (size_t)l->in * H; i++) pr[l->w1 + i] = rounding((float)p[l->w1 + i]);
+        for (size_t i = 0; i < (size_t)B * l->in; i++) xr[i] = rounding(x[i]);
+        pf = pr;
+        xs = xr;
+    }
+    s->loss = ref_forward(pf, l, xs, y, B, s->z1, s->a1, s->dz2, &s->correct);
     memset(s->grad, 0, l->total * sizeof(double));
-    double *dz1 = (double *)malloc((size_t)H * sizeof(double));
+    double *dz1 = (double *)malloc(2 * (size_t)H * sizeof(double)), *dz1w = dz1 + H; /* dz1, as dW1 takes it */
     for (int b = 0; b < B; b++) {
         const double *d2 = s->dz2 + (size_t)b * MLP_CLASSES;
         for (int c = 0; c < MLP_CLASSES; c++) s->grad[l->b2 + c] += d2[c];
@@ -139,15 +161,24 @@ static inline void ref_step(const double *p, const MlpLayout *l, const float *x,
             }
             dz1[j] = s->z1[(size_t)b * H + j] > 0.0 ? back : 0.0;
             s->grad[l->b1 + j] += dz1[j];
+            dz1w[j] = rounding ? rounding((float)dz1[j]) : dz1[j];
         }
-        const float *xb = x + (size_t)b * l->in;
+        const float *xb = xs + (size_t)b * l->in;
         for (int k = 0; k < l->in; k++) {
             double xk = xb[k];
             double *g = s->grad + l->w1 + (size_t)k * H;
-            for (int j = 0; j < H; j++) g[j] += xk * dz1[j];
+            for (int j = 0; j < H; j++) g[j] += xk * dz1w[j];
         }
     }
     free(dz1);
+    free(pr);
+    free(xr);
+}
+
+/* Forward and backward: loss, activations, dz2 and the gradient of every parameter. */
+static inline void ref_step(const double *p, const MlpLayout *l, const float *x, const int *y, RefStep *s)
+{
+    ref_step_rounded(p, l, x, y, NULL, s);
 }
 
 /* SGD with momentum, as PyTorch does it: v = mu v + g; w -= lr v (v starts at 0). */

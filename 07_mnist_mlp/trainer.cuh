@@ -23,7 +23,7 @@
 
 typedef struct Trainer Trainer;
 
-enum { GEMM_NAIVE, GEMM_BEST, GEMM_CUBLAS };
+enum { GEMM_NAIVE, GEMM_BEST, GEMM_CUBLAS, GEMM_TENSOR_CORES };
 enum { GRAPH_NONE, GRAPH_STEP, GRAPH_EPOCH };
 enum { FEED_RESIDENT, FEED_COPY, FEED_DOUBLE_BUFFER };
 
@@ -71,7 +71,8 @@ typedef struct {
 typedef struct {
     const char *name, *role;
     const StepFamily *family;
-    int gemm;          /* GEMM_*: the products of gemm() below */
+    int gemm;          /* GEMM_*: the products of gemm() below, or GEMM_TENSOR_CORES: the
+                          family's own (chapter 05's tensor-core GEMMs in the row's precision) */
     int feed;          /* FEED_*: the training set on the GPU, or each batch gathered on the
                           host and copied (synchronously, or double-buffered as in chapter 06);
                           the copying is the family's: FEED_COPY the unfused step's,
@@ -126,7 +127,8 @@ static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float
 {
     if (t->impl->gemm == GEMM_NAIVE) sgemm_naive(M, N, K, alpha, A, B, beta, C);
     else if (t->impl->gemm == GEMM_BEST) sgemm_best(M, N, K, alpha, A, B, beta, C);
-    else sgemm_cublas(M, N, K, alpha, A, B, beta, C);
+    else if (t->impl->gemm == GEMM_CUBLAS) sgemm_cublas(M, N, K, alpha, A, B, beta, C);
+    else { fprintf(stderr, "internal error: trainer %s has no fp32 products\n", t->impl->name); exit(1); }
 }
 
 /* The resident training set, in the epoch's shuffled order. */
@@ -255,19 +257,21 @@ static void trainer_destroy(Trainer *t)
     memset(t, 0, sizeof *t);
 }
 
+/* The hidden layer of a test batch: `rows` images of src from `first`, gathered, their z1
+ * (without its bias: the output layer adds it) into t->z1 and their labels into t->y. */
+typedef void (*EvalForward)(Trainer *t, const MlpSource *src, int first, int rows);
+
 /* Test accuracy (percent) and mean loss over the test set, in batches of t->batch: the
- * fp32 forward pass of every family here. */
-static double evaluate_fp32(Trainer *t, double *loss)
+ * family's forward, then the output layer. */
+static double evaluate_with(Trainer *t, double *loss, EvalForward forward)
 {
     const MlpLayout *l = &t->l;
     CUDA_CHECK(cudaMemset(t->correct, 0, sizeof(int)));
     CUDA_CHECK(cudaMemset(t->eval_loss, 0, sizeof(float)));
     MlpSource src = {t->test_pixels, t->test_labels, t->test_order, t->mean, t->std};
-    MlpBatch dst = {t->x, NULL, t->y, NULL, 0};
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
-        launch_gather(&src, first, b, &dst);
-        gemm(t, b, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 0.0f, t->z1);
+        forward(t, &src, first, b);
         launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
                                    t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
     }
@@ -278,5 +282,15 @@ static double evaluate_fp32(Trainer *t, double *loss)
     if (loss) *loss = sum / t->n_test;
     return 100.0 * correct / t->n_test;
 }
+
+/* The fp32 forward pass of every family but the tensor-core ones. */
+static void forward_fp32(Trainer *t, const MlpSource *src, int first, int rows)
+{
+    MlpBatch dst = {t->x, NULL, t->y, NULL, 0};
+    launch_gather(src, first, rows, &dst);
+    gemm(t, rows, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + t->l.w1, 0.0f, t->z1);
+}
+
+static double evaluate_fp32(Trainer *t, double *loss) { return evaluate_with(t, loss, forward_fp32); }
 
 #endif
