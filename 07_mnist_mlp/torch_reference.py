@@ -9,7 +9,9 @@ parameter and momentum buffer in one kernel:
                last partial batch) and replayed: no Python or launch cost per kernel.
   epoch_graph  the whole epoch, every step and the last partial batch, captured in ONE CUDA
                graph; per epoch only the new batch order is copied into the static index
-               tensor the graph reads, then one replay.
+               tensor the graph reads, then one replay. (Where that capture fails, two
+               graphs, the full batches and the last partial one: Run.capture_epoch says
+               when that happens and prints it.)
   compile      torch.compile(mode="max-autotune-no-cudagraphs") on forward + loss, whose
                backward AOTAutograd compiles too (fused elementwise kernels, autotuned
                matmuls); the optimizer step stays outside. Then the whole epoch in one
@@ -132,18 +134,18 @@ class Run:
         self.loss = self.batch_loss
         self.compiled = None
         if config == "compile":  # the full batch only (see the top of this file)
+            import torch._inductor.config as inductor_config
+            # fp32: cuBLAS's matmuls (see the top); set for the whole run of this Run, since
+            # the backward is compiled later, at the first backward call
+            inductor_config.max_autotune_gemm_backends = "ATEN" if precision == "fp32" else "ATEN,TRITON"
             self.compiled = torch.compile(self.batch_loss, mode=args.compile_mode, dynamic=False)
-            if precision == "fp32":
-                import torch._inductor.config as inductor_config
-                self.compile_patch = inductor_config.patch(max_autotune_gemm_backends="ATEN")
-            else:
-                self.compile_patch = contextlib.nullcontext()
         self.loss_sum = torch.zeros((), device=dev)
         self.perm = torch.arange(self.n, device=dev)  # this epoch's order, read by every step
         # (first row, rows) of one full batch and of the last partial one, if any
         self.shapes = [(0, min(batch, self.n))] + ([(self.n - self.n % batch, self.n % batch)]
                                                    if self.n % batch and self.n > batch else [])
         self.graphs = {}
+        self.note = ""
 
     def batch_loss(self, idx):
         """Mean cross-entropy over rows idx: forward + loss (under bf16 autocast for bf16)."""
@@ -157,19 +159,41 @@ class Run:
         """One SGD step on rows idx; adds the batch's summed loss to loss_sum, on the GPU."""
         self.opt.zero_grad(set_to_none=True)
         if self.compiled is not None and idx.shape[0] == self.batch:
-            with self.compile_patch:
-                loss = self.compiled(idx)
+            loss = self.compiled(idx)
         else:
             loss = self.loss(idx)
         loss.backward()
         self.opt.step()
         self.loss_sum.add_(loss.detach(), alpha=idx.shape[0])
 
-    def all_steps(self):
-        """Every step of an epoch in the order held by self.perm (eager; captured by epoch graphs)."""
-        self.loss_sum.zero_()
+    def all_steps(self, full=True, partial=True):
+        """Every step of an epoch in the order held by self.perm (eager; captured by epoch
+        graphs): the full batches, then the last partial one."""
+        if full:
+            self.loss_sum.zero_()
         for first in range(0, self.n, self.batch):
-            self.step(self.perm[first:first + self.batch])
+            if (full if self.n - first >= self.batch else partial):
+                self.step(self.perm[first:first + self.batch])
+
+    def capture_epoch(self, stream):
+        """The epoch as one CUDA graph, or, where that capture fails, as two: the full
+        batches, then the last partial batch. In fp32 with a partial last batch the one-graph
+        capture fails on an H100 with PyTorch 2.11 (cuBLASLt returns an internal error for a
+        full batch's bias-fused GEMM once the capture holds both batch shapes; epoch graphs
+        without a partial batch, such as batch 32's, capture, and so do tf32 and bf16). Two
+        replays an epoch cost one launch more than one."""
+        torch = self.torch
+        try:
+            self.graphs = {"epoch": capture(torch, self.all_steps, stream)}
+            return ""
+        except Exception as e:
+            if len(self.shapes) < 2:
+                raise
+            why = (str(e).strip().splitlines() or [""])[0][:160]
+            torch.cuda.synchronize()
+        self.graphs = {"full": capture(torch, lambda: self.all_steps(partial=False), stream),
+                       "partial": capture(torch, lambda: self.all_steps(full=False), stream)}
+        return f" (two graphs: one for the whole epoch failed to capture: {why})"
 
     def replay_steps(self):
         """step_graph's epoch: per step, copy its rows' indices into the graph's input, replay."""
@@ -200,9 +224,9 @@ class Run:
                 self.graphs[rows] = (capture(torch, lambda idx=static_idx: self.step(idx), side), static_idx)
         elif self.config == "compile":
             with torch._dynamo.config.patch(error_on_recompile=True):  # no compiling inside a capture
-                self.graph = capture(torch, self.all_steps, side)
+                self.note = self.capture_epoch(side)
         elif self.config == "epoch_graph":
-            self.graph = capture(torch, self.all_steps, side)
+            self.note = self.capture_epoch(side)
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         with torch.no_grad():
@@ -224,7 +248,8 @@ class Run:
         elif self.config == "step_graph":
             self.replay_steps()
         else:
-            self.graph.replay()
+            for graph in self.graphs.values():  # the epoch, or its full batches then the partial one
+                graph.replay()
         loss = self.loss_sum.item() / self.n
         return loss, (time.perf_counter() - t0) * 1e3
 
@@ -264,7 +289,7 @@ def train(torch, args, data, weights, batch, precision, config, orders, clock):
     clock.add("compile" if config == "compile" else "warm-up", warm)
     clock.add("capture", cap)
     print(f"  {name} batch {batch}: warm-up {warm:.1f} s{' (compiling)' if config == 'compile' else ''}, "
-          f"capture {cap:.2f} s, {epochs} epochs", flush=True)
+          f"capture {cap:.2f} s, {epochs} epochs{run.note}", flush=True)
     times, acc = [], 0.0
     t0 = time.perf_counter()
     for e, order in enumerate(orders[:epochs], start=1):
