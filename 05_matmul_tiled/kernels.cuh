@@ -1,5 +1,6 @@
 /* Chapter 05: C = alpha * A * B + beta * C in fp32, row-major, ten steps from a naive
- * kernel to one tuned for Hopper, and the versions and the dispatcher for other shapes.
+ * kernel to one tuned for Hopper, and the versions and the dispatcher for other shapes;
+ * then the same product on the tensor cores, from WMMA to wgmma with TMA.
  *
  * This file is the chapter's index: every family of versions lives in a file of its own
  * beside it, and including this one (chapter 07 includes "05_matmul_tiled/kernels.cuh")
@@ -37,7 +38,29 @@
  * sgemm_best.cuh
  *   sgemm_best           the dispatcher (below)
  *
- * THE CONTRACT (chapter 07 relies on it). Every launcher has the signature
+ * THE TENSOR-CORE LADDER (tc_*.cuh; contract in tc_common.cuh: A and Bt, bf16 or TF32 in,
+ * fp32 accumulation and C; each version as tc_<name>_bf16 and, where listed, _tf32)
+ *
+ * tc_common.cuh           the contract, the launcher types, the pair-store epilogue
+ * tc_swizzle.h            (plain C) the XOR swizzle, the ldmatrix lane maps, the tile order
+ * tc_wmma.cuh
+ *   tc_wmma_{bf16,tf32}  nvcuda::wmma fragments, 64x64 tiles (and the tile copies the
+ *                        portable versions share)
+ * tc_mma.cuh
+ *   tc_mma_bf16          mma.sync m16n8k16 with ldmatrix from a plain tile
+ *   tc_mma_swizzle_bf16  the same from the XOR-swizzled tile: no bank conflicts
+ *   tc_mma_pipeline_{bf16,tf32}  3-stage cp.async, 128x256 tiles (the portable fallback)
+ * tc_hopper.cuh           (sm_90a) TMA, mbarriers, wgmma and its descriptors
+ * tc_wgmma.cuh
+ *   tc_wgmma_{bf16,tf32}             wgmma fed by TMA, 4 stages, a block barrier a stage
+ *   tc_wgmma_ws_{bf16,tf32}          warp-specialized: a producer warpgroup, two consumers
+ *   tc_wgmma_persistent_{bf16,tf32}  the same, one block per SM walking the tiles
+ *   tc_wgmma_splitk_{bf16,tf32}      64x128 tiles with K split (small C: chapter 07)
+ * tc_best.cuh
+ *   tc_best_{bf16,tf32}  the dispatcher: Hopper where TMA can describe the operands, else
+ *                        the mma.sync pipeline
+ *
+ * THE FP32 CONTRACT (chapter 07 relies on it). Every launcher has the signature
  *     void sgemm_<name>(int M, int N, int K, float alpha, const float *A, const float *B,
  *                       float beta, float *C);
  * A is M x K, B is K x N, C is M x N, all row-major, contiguous, device pointers; the call
@@ -70,5 +93,8 @@
 #include "sgemm_splitk.cuh"
 #include "sgemm_thin.cuh"
 #include "sgemm_best.cuh"
+
+#include "tc_wmma.cuh"
+#include "tc_best.cuh"
 
 #endif
