@@ -29,32 +29,32 @@ static inline double tc_big_tile_waves(int M, int N)
     return (double)sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256) / sgemm_sm_count();
 }
 
-static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
-                                float *C)
+/* The choice above, for either input type; `pipeline` is that type's mma.sync pipeline. */
+template <typename T>
+static inline void tc_best(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C,
+                           void (*pipeline)(int, int, int, float, const T *, const T *, float, float *))
 {
     double waves = tc_use_wgmma(K, A, Bt) ? tc_big_tile_waves(M, N) : -1.0;
     if (waves < 0.0)
-        tc_mma_pipeline_bf16(M, N, K, alpha, A, Bt, beta, C);
+        pipeline(M, N, K, alpha, A, Bt, beta, C);
     else if (waves > 8.0)
-        tc_wgmma_ws_bf16(M, N, K, alpha, A, Bt, beta, C);
+        tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
     else if (waves >= 1.0)
-        tc_wgmma_persistent_bf16(M, N, K, alpha, A, Bt, beta, C);
+        tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
     else
-        tc_wgmma_splitk_bf16(M, N, K, alpha, A, Bt, beta, C);
+        tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
+}
+
+static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
+                                float *C)
+{
+    tc_best(M, N, K, alpha, A, Bt, beta, C, tc_mma_pipeline_bf16);
 }
 
 static inline void tc_best_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
                                 float beta, float *C)
 {
-    double waves = tc_use_wgmma(K, A, Bt) ? tc_big_tile_waves(M, N) : -1.0;
-    if (waves < 0.0)
-        tc_mma_pipeline_tf32(M, N, K, alpha, A, Bt, beta, C);
-    else if (waves > 8.0)
-        tc_wgmma_ws_tf32(M, N, K, alpha, A, Bt, beta, C);
-    else if (waves >= 1.0)
-        tc_wgmma_persistent_tf32(M, N, K, alpha, A, Bt, beta, C);
-    else
-        tc_wgmma_splitk_tf32(M, N, K, alpha, A, Bt, beta, C);
+    tc_best(M, N, K, alpha, A, Bt, beta, C, tc_mma_pipeline_tf32);
 }
 
 #endif

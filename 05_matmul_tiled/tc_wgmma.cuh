@@ -429,23 +429,25 @@ static inline void tc_wgmma_persistent_tf32(int M, int N, int K, float alpha, co
     tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
 }
 
+/* 64x128 tiles, K split into tc_wgmma_splits' grid layers (one layer: a plain store). */
+template <typename T>
+static inline void tc_wgmma_splitk(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+{
+    int splits = tc_wgmma_splits(M, N, K, TcWgType<T>::BK);
+    if (splits == 1)
+        tc_wgmma_ws_launch<T, 128, 1, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
+    else
+        tc_wgmma_ws_launch<T, 128, 1, TC_EPI_ADD>(M, N, K, alpha, A, Bt, beta, C, 0, splits);
+}
 static inline void tc_wgmma_splitk_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
                                         float beta, float *C)
 {
-    int splits = tc_wgmma_splits(M, N, K, TcWgType<bf16>::BK);
-    if (splits == 1)
-        tc_wgmma_ws_launch<bf16, 128, 1, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
-    else
-        tc_wgmma_ws_launch<bf16, 128, 1, TC_EPI_ADD>(M, N, K, alpha, A, Bt, beta, C, 0, splits);
+    tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
 }
 static inline void tc_wgmma_splitk_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
                                         float beta, float *C)
 {
-    int splits = tc_wgmma_splits(M, N, K, TcWgType<float>::BK);
-    if (splits == 1)
-        tc_wgmma_ws_launch<float, 128, 1, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
-    else
-        tc_wgmma_ws_launch<float, 128, 1, TC_EPI_ADD>(M, N, K, alpha, A, Bt, beta, C, 0, splits);
+    tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
 }
 
 #endif
