@@ -1,8 +1,8 @@
 /* Chapter 05, steps 9-10 of the fp32 ladder: double_buffer, hopper and hopper_small, three
  * configurations of one kernel. In order: the cp.async copies and the per-thread copy plan,
  * the two main loops (a ring of STAGES slices; the same ring with the fragments of the next
- * k step prefetched), the epilogues (a plain store, and the atomic adds split-K uses), the
- * kernel and its launch, the configurations (the sweep's SGEMM_TUNED_* values, which
+ * k step prefetched), the kernel with its epilogues (a plain store, or split-K's atomic adds
+ * from sgemm_splitk_epilogue.cuh) and its launch, the configurations (the sweep's SGEMM_TUNED_* values, which
  * sweep.sh overrides with -D) and the three launchers. The split-K launchers that use the
  * same kernel are in sgemm_splitk.cuh. */
 #ifndef CH05_SGEMM_PIPELINED_CUH
@@ -10,6 +10,7 @@
 
 #include "common/cuda_utils.cuh"
 #include "sgemm_common.cuh"
+#include "sgemm_splitk_epilogue.cuh"
 #include "sgemm_warptile.cuh"
 
 /* ---------------------------------------------------------------------------------------
@@ -237,64 +238,6 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
                 for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[k % 2][i] * b[k % 2][j];
         }
         stage = next_stage;
-    }
-}
-
-/* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, float alpha,
-                                                      float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
-{
-#pragma unroll
-    for (int i = 0; i < Cfg::TM; i++) {
-        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int j = 0; j < Cfg::TN; j++) {
-            int c = n + (j / 4) * Cfg::WTC * 4 + j % 4;
-            if (c < N) atomicAdd(C + (size_t)r * N + c, alpha * acc[i][j]);
-        }
-    }
-}
-
-/* sm_90 adds four neighbouring floats with one vector atomic (red.global.add.v4.f32): a
- * quarter of the atomic operations. Older GPUs add them one by one. p is 16-byte aligned. */
-__device__ __forceinline__ void sgemm_atomic_add4(float *p, float4 v)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd((float4 *)p, v);
-#else
-    atomicAdd(p, v.x);
-    atomicAdd(p + 1, v.y);
-    atomicAdd(p + 2, v.z);
-    atomicAdd(p + 3, v.w);
-#endif
-}
-
-/* The same with 16-byte atomics where C's rows allow them (c_vec), element by element
- * on the right edge of C. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, float alpha,
-                                                       bool c_vec,
-                                                       float (&acc)[Cfg::TM][Cfg::TN], int m,
-                                                       int n)
-{
-#pragma unroll
-    for (int i = 0; i < Cfg::TM; i++) {
-        int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int j = 0; j < Cfg::TN / 4; j++) {
-            int c = n + j * Cfg::WTC * 4;
-            float *p = C + (size_t)r * N + c;
-            const float *a = &acc[i][4 * j];
-            if (c_vec && c + 3 < N) {
-                sgemm_atomic_add4(p, make_float4(alpha * a[0], alpha * a[1], alpha * a[2],
-                                                 alpha * a[3]));
-            } else {
-                for (int q = 0; q < 4 && c + q < N; q++) atomicAdd(p + q, alpha * a[q]);
-            }
-        }
     }
 }
 

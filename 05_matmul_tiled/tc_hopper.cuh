@@ -23,11 +23,14 @@
  *       columns 8 * j + 2 * (t % 4) and that + 1, for j = 0 .. N/8 - 1;
  *       d[4j], d[4j + 1] on the first row, d[4j + 2], d[4j + 3] on the second.
  * Outside an sm_90a build (TC_WGMMA_DEVICE undefined) only the declarations matter: the
- * kernels that use these compile to nothing there. */
+ * kernels that use these compile to nothing there. On the host side: whether this binary
+ * and GPU can run them (tc_wgmma_unavailable), whether TMA can describe a matrix
+ * (tc_tma_refusal), and its tensor map (tc_tensor_map). */
 #ifndef CH05_TC_HOPPER_CUH
 #define CH05_TC_HOPPER_CUH
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "tc_common.cuh"
 
@@ -197,6 +200,98 @@ __device__ __forceinline__ void tc_wgmma_stage(float (&d)[BN / 2], const uint8_t
 {
 #pragma unroll
     for (int k = 0; k < TC_K_STEPS; k++) tc_wgmma<T, BN>(d, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
+}
+
+/* ------------------------------------------------------------------ host side: where they run, tensor maps */
+
+/* Which kernels this binary and GPU can run: the device code above exists only in an sm_90a
+ * build, and only a compute capability 9.0 GPU runs it. */
+__global__ void tc_wgmma_probe_kernel(int *built)
+{
+#ifdef TC_WGMMA_DEVICE
+    *built = 1;
+#else
+    *built = 0;
+#endif
+}
+
+/* NULL when the wgmma versions can run here, else the reason they cannot. */
+static inline const char *tc_wgmma_unavailable(void)
+{
+    static int state = -1; /* -1 unknown, 0 usable, 1 wrong GPU, 2 no sm_90a code */
+    static char why[160];
+    if (state < 0) {
+        int dev, major, minor;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        if (major != 9 || minor != 0) {
+            snprintf(why, sizeof why, "wgmma and TMA need a Hopper GPU (sm_90); this one is sm_%d%d",
+                     major, minor);
+            state = 1;
+        } else {
+            int *d_built, built = 0;
+            CUDA_CHECK(cudaMalloc(&d_built, sizeof(int)));
+            tc_wgmma_probe_kernel<<<1, 1>>>(d_built);
+            CHECK_LAUNCH();
+            CUDA_CHECK(cudaMemcpy(&built, d_built, sizeof(int), cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaFree(d_built));
+            snprintf(why, sizeof why, "this build has no sm_90a code (build with ARCH=sm_90 or the "
+                                      "default architecture list)");
+            state = built ? 0 : 2;
+        }
+    }
+    return state == 0 ? NULL : why;
+}
+
+/* NULL when TMA can describe A (rows x K) and Bt with these pointers, else why not: a
+ * tensor map needs 16-byte aligned bases and row strides (K * element size) that are
+ * multiples of 16 bytes. Such shapes go to the mma.sync versions instead. */
+static inline const char *tc_tma_refusal(int K, size_t elem_bytes, const void *A, const void *Bt)
+{
+    if ((K * elem_bytes) % 16 != 0)
+        return elem_bytes == 2 ? "TMA needs K % 8 == 0 for bf16 (16-byte row strides)"
+                               : "TMA needs K % 4 == 0 for tf32 (16-byte row strides)";
+    if (!sgemm_aligned16(A) || !sgemm_aligned16(Bt)) return "TMA needs 16-byte aligned A and Bt";
+    return NULL;
+}
+
+/* cuTensorMapEncodeTiled is a driver function: fetched through the runtime, so the
+ * binary needs no -lcuda (and still starts on a machine without a GPU driver). */
+static inline PFN_cuTensorMapEncodeTiled_v12000 tc_encode_fn(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+        if (q != cudaDriverEntryPointSuccess || !p) {
+            fprintf(stderr, "cuTensorMapEncodeTiled is not available from this driver\n");
+            exit(1);
+        }
+        fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }
+    return fn;
+}
+
+/* The tensor map of a rows x K row-major matrix, copied in boxes of box_rows x 128 bytes,
+ * 128-byte swizzled, zeros outside the matrix. */
+template <typename T>
+static inline CUtensorMap tc_tensor_map(const T *base, int rows, int K, int box_rows)
+{
+    CUtensorMap map;
+    cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(T)};
+    cuuint32_t box[2] = {(cuuint32_t)TcWgType<T>::BK, (cuuint32_t)box_rows};
+    cuuint32_t step[2] = {1, 1};
+    CUresult r = tc_encode_fn()(&map, TcWgType<T>::MAP, 2, (void *)base, dims, strides, box, step,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed (error %d) for a %d x %d matrix\n", (int)r, rows, K);
+        exit(1);
+    }
+    return map;
 }
 
 #endif

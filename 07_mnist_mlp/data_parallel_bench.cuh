@@ -21,7 +21,7 @@
 #include "common/report.h"
 #include "common/validate.h"
 #include "data.cuh"
-#include "data_parallel.cuh"
+#include "data_parallel_epoch.cuh"
 
 #ifdef HAVE_NCCL
 

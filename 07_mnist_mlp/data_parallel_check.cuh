@@ -13,7 +13,7 @@
 #define CH07_DATA_PARALLEL_CHECK_CUH
 
 #include "check.cuh"
-#include "data_parallel.cuh"
+#include "data_parallel_epoch.cuh"
 
 #ifdef HAVE_NCCL
 

@@ -75,12 +75,18 @@ typedef struct {
     int diverged_step;   /* -1 if every step's loss was finite */
 } EpochResult;
 
-/* Makes the next order this epoch's, on the host and (copied) on the GPU. */
-static void begin_epoch_order(Trainer *t)
+/* Makes the next order (drawn while the last epoch ran) this epoch's, on the host. */
+static void take_next_order(Trainer *t)
 {
     int *current = t->h_next_order;
     t->h_next_order = t->h_order;
     t->h_order = current;
+}
+
+/* ... and (copied) on the GPU. */
+static void begin_epoch_order(Trainer *t)
+{
+    take_next_order(t);
     CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
                                cudaStreamPerThread));
 }

@@ -27,7 +27,8 @@
  *   check.cuh          --check
  *   bench.cuh          --bench
  *   nccl_comm.cuh      NCCL: whether this build has it, communicators, the all-reduce alone
- *   data_parallel.cuh  the data-parallel trainer (--gpus N): replicas, step, epoch, --train
+ *   data_parallel.cuh  the data-parallel trainer (--gpus N): its replicas and one step;
+ *   data_parallel_epoch.cuh   its epochs, test pass, replicas compared, --train
  *   data_parallel_split.h   how it cuts each batch over the GPUs (plain C, host-tested)
  *   data_parallel_check.cuh, data_parallel_bench.cuh   its --check and --bench
  *   idx.h, model_file.h, reference.h  the IDX reader, weight files, the CPU reference
@@ -35,7 +36,7 @@
 #include "bench.cuh"
 #include "check.cuh"
 #include "data.cuh"
-#include "data_parallel.cuh"
+#include "data_parallel_epoch.cuh"
 #include "data_parallel_bench.cuh"
 #include "data_parallel_check.cuh"
 #include "epochs.cuh"
@@ -65,7 +66,7 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
            n_train, o->seed);
     TrainResult r = {0.0, 0.0, 0, 0};
     int failed = 0;
-    if (f->gpus) { /* data_parallel.cuh: p0 becomes the trained parameters */
+    if (f->gpus) { /* data_parallel_epoch.cuh: p0 becomes the trained parameters */
 #ifdef HAVE_NCCL
         failed = dp_train(d, n_train, batch, info->name, o->seed, p0, &r);
 #endif

@@ -6,6 +6,7 @@
 #ifndef CH07_STEPS_UNFUSED_CUH
 #define CH07_STEPS_UNFUSED_CUH
 
+#include "kernels_unfused.cuh"
 #include "trainer.cuh"
 
 /* What the unfused step keeps beyond the Trainer's buffers. */
