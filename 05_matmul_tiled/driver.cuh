@@ -19,6 +19,12 @@ static Shape shape_of(const ProblemSize *s)
     return sh;
 }
 
+/* The bytes of A, B and C as fp32 (what main checks against the GPU's free memory). */
+static double shape_bytes(Shape s)
+{
+    return 4.0 * ((double)s.M * s.K + (double)s.K * s.N + (double)s.M * s.N);
+}
+
 static const char *shape_str(Shape s, char *buf, size_t len)
 {
     snprintf(buf, len, "%dx%dx%d", s.M, s.N, s.K);

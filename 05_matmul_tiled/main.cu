@@ -130,11 +130,6 @@ static const ProgramSpec SPEC = {
     "                   on each and sums up best's % of cuBLAS over every shape it timed\n",
     KERNEL_NAMES, 3, 65536LL, parse_chapter_flag, &sweep};
 
-static double shape_bytes(Shape s)
-{
-    return 4.0 * ((double)s.M * s.K + (double)s.K * s.N + (double)s.M * s.N);
-}
-
 /* Whether --kernel selects a version of this table (without --kernel: every table). */
 template <typename V> static int table_selected(const Options *o, const V *table, int count)
 {

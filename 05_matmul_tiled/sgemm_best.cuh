@@ -48,22 +48,20 @@ static inline const SgemmMachine *sgemm_best_machine(void)
     static SgemmMachine m;
     static bool ready = false;
     if (ready) return &m;
-    int dev, major, minor, clock_khz, mem_khz, bus_bits;
+    DeviceInfo info; /* compute capability, memory peak from clock and bus width */
+    get_device_info(&info);
+    int dev, clock_khz;
     CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
     /* A GPU that reports no clock or memory numbers gets typical ones: only their ratio
      * to each other and to launch_us matters to the choice. */
     if (clock_khz <= 0) clock_khz = 1500000;
-    if (mem_khz <= 0 || bus_bits <= 0) mem_khz = 1000000, bus_bits = 4096;
+    double mem_gbs = info.peak_mem_gbs > 0.0 ? info.peak_mem_gbs : 1024.0;
     /* fp32 FMA lanes per SM: 64 on sm_70 and sm_80, 128 from sm_86 on (Hopper: 128). */
-    int lanes = (major == 7 || (major == 8 && minor == 0)) ? 64 : 128;
+    int lanes = (info.major == 7 || (info.major == 8 && info.minor == 0)) ? 64 : 128;
     m.sms = sgemm_sm_count();
     m.fma_per_us = lanes * (clock_khz / 1e3);
-    m.dram_bytes_per_us = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e6; /* double data rate */
+    m.dram_bytes_per_us = mem_gbs * 1e3;
     m.launch_us = 2.0; /* measured: the C = beta * C launch of split-K */
     sgemm_best_tile<SgemmHopperCfg>(&m, SGEMM_TILE_HOPPER);
     sgemm_best_tile<SgemmSplitWideCfg>(&m, SGEMM_TILE_WIDE);

@@ -53,8 +53,7 @@ static double sweep_largest_bytes(unsigned long long seed)
     int n = sweep_shapes(seed, shapes);
     double largest = 0.0;
     for (int i = 0; i < n; i++) {
-        double m = shapes[i][0], nn = shapes[i][1], k = shapes[i][2];
-        double bytes = 4.0 * (m * k + k * nn + m * nn);
+        double bytes = shape_bytes(sweep_shape(shapes, i));
         largest = bytes > largest ? bytes : largest;
     }
     return largest;

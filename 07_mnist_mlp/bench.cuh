@@ -1,8 +1,7 @@
 /* Chapter 07: --bench. Every trainer's epoch time at a batch size, against PyTorch's
  * fastest configuration in the same precision from the peer CSV (else the cublas trainer);
- * the launches of a
- * step one by one for the rows that have them; each trainer against the one its row
- * names in `vs` (optimized against cublas): epoch time and final accuracy. */
+ * the launches of a step one by one for the rows that have them; each trainer against the
+ * one its row names in `vs` (optimized against cublas): epoch time and final accuracy. */
 #ifndef CH07_BENCH_CUH
 #define CH07_BENCH_CUH
 
@@ -24,6 +23,15 @@ static const char *peer_precision(const char *kernel)
     return "fp32";
 }
 
+/* Splits a CSV line (without quoted fields) in place into at most max fields; returns
+ * how many. */
+static int csv_split(char *line, char **fields, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(line, ",\n"); tok && n < max; tok = strtok(NULL, ",\n")) fields[n++] = tok;
+    return n;
+}
+
 /* PyTorch's fastest configuration at this batch size in this precision (NULL: any) from the
  * peer CSV: its epoch time (0 if there is none) and its name into name[len]. */
 static double peer_fastest(const char *path, int batch, const char *precision, char *name, size_t len)
@@ -35,9 +43,7 @@ static double peer_fastest(const char *path, int batch, const char *precision, c
     char line[512];
     while (fgets(line, sizeof line, f)) {
         char *fields[11];
-        int nf = 0;
-        for (char *tok = strtok(line, ","); tok && nf < 11; tok = strtok(NULL, ",")) fields[nf++] = tok;
-        if (nf != 11 || strcmp(fields[1], CHAPTER) || strncmp(fields[2], "torch_", 6) || atoi(fields[4]) != batch)
+        if (csv_split(line, fields, 11) != 11 || strcmp(fields[1], CHAPTER) || strncmp(fields[2], "torch_", 6) || atoi(fields[4]) != batch)
             continue;
         if (precision && strcmp(peer_precision(fields[2]), precision)) continue;
         double ms = atof(fields[5]);
@@ -57,9 +63,7 @@ static double epoch_csv_accuracy(const char *path, const char *impl, int batch, 
     char line[512];
     while (fgets(line, sizeof line, f)) {
         char *fields[8];
-        int nf = 0;
-        for (char *tok = strtok(line, ","); tok && nf < 8; tok = strtok(NULL, ",")) fields[nf++] = tok;
-        if (nf == 8 && !strcmp(fields[1], impl) && atoi(fields[3]) == batch && atoi(fields[4]) >= *epochs)
+        if (csv_split(line, fields, 8) == 8 && !strcmp(fields[1], impl) && atoi(fields[3]) == batch && atoi(fields[4]) >= *epochs)
             *epochs = atoi(fields[4]), acc = atof(fields[6]);
     }
     fclose(f);
@@ -70,7 +74,7 @@ static double epoch_csv_accuracy(const char *path, const char *impl, int batch, 
  * tensor-core trainers also against PyTorch's fastest in any precision: epoch time, and
  * (after 10 epochs at batch 256) the final accuracy within 0.3 points. Returns the number
  * of failed accuracy checks. */
-static int bench_against_peer(const Options *o, int batch, const TrainResult *res)
+static int bench_against_peer(int batch, const TrainResult *res)
 {
     const Flags *f = &FLAGS;
     char any_name[64], name[64], what[120], size[32];
@@ -95,7 +99,6 @@ static int bench_against_peer(const Options *o, int batch, const TrainResult *re
         else
             printf("  %s: %.2f%% vs %.2f%% (%d and %d epochs)\n", what, res[k].accuracy, acc, res[k].epochs, epochs);
     }
-    (void)o;
     return failed;
 }
 
@@ -238,12 +241,11 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
     double base = naive >= 0 ? res[naive].median_ms : 0.0;
     for (int k = 0; k < NIMPLS; k++) {
         if (res[k].median_ms <= 0.0) continue;
-        char ceiling[64] = "cublas";
+        char ceiling[64];
         double ceiling_ms = peer_fastest(f->peer, batch, IMPLS[k].precision, ceiling, sizeof ceiling);
         if (ceiling_ms <= 0.0) snprintf(ceiling, sizeof ceiling, "cublas"), ceiling_ms = cublas >= 0 ? res[cublas].median_ms : 0.0;
         BenchRow r = {IMPLS[k].name, IMPLS[k].role, size, res[k].median_ms, res[k].median_ms, "ms", ceiling, ceiling_ms};
-        table_row(&r, base);
-        if (o->csv && csv_append(o->csv, info->name, CHAPTER, &r) != 0) exit(1);
+        report_row(o->csv, info->name, CHAPTER, &r, base);
     }
     for (int k = 0; k < NIMPLS; k++)
         if (res[k].median_ms > 0.0)
@@ -253,7 +255,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         int vs = IMPLS[k].vs ? impl_index(IMPLS[k].vs) : -1;
         if (vs >= 0) failed += bench_versus(o, batch, n_train, size, res, stage_us, k, vs);
     }
-    failed += bench_against_peer(o, batch, res);
+    failed += bench_against_peer(batch, res);
     free(p0);
     return failed;
 }
