@@ -44,6 +44,7 @@
  *
  * tc_common.cuh           the contract, the launcher types, the pair-store epilogue
  * tc_swizzle.h            (plain C) the XOR swizzle, the ldmatrix lane maps, the tile order
+ * tc_round.h              (plain C) fp32 rounded to bf16 and to TF32
  * tc_wmma.cuh
  *   tc_wmma_{bf16,tf32}  nvcuda::wmma fragments, 64x64 tiles (and the tile copies the
  *                        portable versions share)

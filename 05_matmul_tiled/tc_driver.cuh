@@ -16,6 +16,7 @@
 #include "bench.cuh"
 #include "check.cuh"
 #include "tc_best.cuh"
+#include "tc_round.h"
 #include "tc_wmma.cuh"
 
 template <typename T> struct TcVersion {
@@ -26,16 +27,6 @@ template <typename T> struct TcVersion {
 
 /* ------------------------------------------------------------------ the input types on the host */
 
-/* fp32 -> TF32 as the tensor cores see it, rounded to nearest (10 mantissa bits kept). */
-static inline float tf32_round(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu; /* not inf or NaN */
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 template <typename T> struct TcHost;
 template <> struct TcHost<bf16> {
     static const char *name(void) { return "bf16"; }
@@ -44,7 +35,7 @@ template <> struct TcHost<bf16> {
 };
 template <> struct TcHost<float> {
     static const char *name(void) { return "tf32"; }
-    static float from(float x) { return tf32_round(x); }
+    static float from(float x) { return tc_round_tf32(x); } /* to nearest */
     static double to(float x) { return (double)x; }
 };
 

@@ -24,10 +24,12 @@
 #ifndef CH05_TC_SWIZZLE_H
 #define CH05_TC_SWIZZLE_H
 
+#ifndef TC_HD
 #ifdef __CUDACC__
 #define TC_HD __host__ __device__
 #else
 #define TC_HD
+#endif
 #endif
 
 #define TC_TILE_ROW_BYTES 128u

@@ -192,7 +192,7 @@ static int check_gradients_fd(unsigned long long seed)
 /* The precisions of the trainers' products, and the rounding the CPU steps give their
  * operands for each (lowp.h). */
 static const char *const CHECK_PRECISIONS[] = {"fp32", "tf32", "bf16"};
-static const RefRounding CHECK_ROUNDINGS[] = {NULL, mlp_round_tf32, mlp_round_bf16};
+static const RefRounding CHECK_ROUNDINGS[] = {NULL, tc_round_tf32, mlp_round_bf16};
 #define CHECK_NPRECISIONS 3
 
 static int check_precision(const Impl *impl)

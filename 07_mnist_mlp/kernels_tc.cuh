@@ -31,7 +31,7 @@
 struct MlpBf16 {
     typedef bf16 T;
     static constexpr bool TC = true;
-    static __device__ __forceinline__ bf16 cvt(float v) { return __ushort_as_bfloat16(mlp_bf16_bits(v)); }
+    static __device__ __forceinline__ bf16 cvt(float v) { return __ushort_as_bfloat16(tc_bf16_bits(v)); }
     /* 8 values as one 16-byte store (lowp.h's pairs: element 2i in the low half of word i) */
     static __device__ __forceinline__ void store8(bf16 *p, const float (&v)[8])
     {
@@ -44,7 +44,7 @@ struct MlpBf16 {
 struct MlpTf32 {
     typedef float T;
     static constexpr bool TC = true;
-    static __device__ __forceinline__ float cvt(float v) { return mlp_round_tf32(v); }
+    static __device__ __forceinline__ float cvt(float v) { return tc_round_tf32(v); }
     static __device__ __forceinline__ void store8(float *p, const float (&v)[8])
     {
         float4 *q = (float4 *)p;

@@ -1,6 +1,7 @@
 /* Chapter 07: the low-precision copies of the tensor-core trainers (steps_tc.cuh) as pure
- * functions: how an fp32 value is rounded to bf16 or to TF32, how bf16 values are packed
- * for one wide store, and where the kernels of kernels_tc.cuh write their transposed
+ * functions: how an fp32 value is rounded to bf16 or to TF32 (chapter 05's tc_round.h,
+ * which also rounds chapter 05's TF32 check inputs), how bf16 values are packed for one wide
+ * store, and where the kernels of kernels_tc.cuh write their transposed
  * copies. Plain C: the kernels and the host test tests/host/test_07_lowp.c include the
  * same functions.
  *
@@ -16,7 +17,7 @@
 #ifndef CH07_LOWP_H
 #define CH07_LOWP_H
 
-#include <string.h>
+#include "05_matmul_tiled/tc_round.h" /* tc_float_bits, tc_bf16_bits, tc_round_tf32, ... */
 
 #ifdef __CUDACC__
 #define MLP_HD __host__ __device__
@@ -24,52 +25,17 @@
 #define MLP_HD
 #endif
 
-static inline MLP_HD unsigned mlp_float_bits(float v)
-{
-    unsigned u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-static inline MLP_HD float mlp_bits_float(unsigned u)
-{
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-/* A NaN stays a (quiet) NaN: the carry of the rounding must not turn it into infinity. */
-static inline MLP_HD int mlp_bits_nan(unsigned u) { return (u & 0x7fffffffu) > 0x7f800000u; }
-
-/* The bf16 nearest to v (ties to even), as its 16 bits: add just under half of the 16
- * dropped bits' weight, plus the kept part's lowest bit, and cut. */
-static inline MLP_HD unsigned short mlp_bf16_bits(float v)
-{
-    unsigned u = mlp_float_bits(v);
-    if (mlp_bits_nan(u)) return (unsigned short)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (unsigned short)(u >> 16);
-}
-
 /* The value of bf16 bits, exactly, as an fp32. */
-static inline MLP_HD float mlp_bf16_float(unsigned short h) { return mlp_bits_float((unsigned)h << 16); }
+static inline MLP_HD float mlp_bf16_float(unsigned short h) { return tc_bits_float((unsigned)h << 16); }
 
 /* v rounded to bf16, as an fp32 (what the tensor cores multiply). */
-static inline MLP_HD float mlp_round_bf16(float v) { return mlp_bf16_float(mlp_bf16_bits(v)); }
+static inline MLP_HD float mlp_round_bf16(float v) { return mlp_bf16_float(tc_bf16_bits(v)); }
 
 /* Two values as one 32-bit word of two bf16: `lo` in the low half, which is the lower
  * address in memory (little-endian), so word i of a packed row holds elements 2i, 2i+1. */
 static inline MLP_HD unsigned mlp_pack_bf16x2(float lo, float hi)
 {
-    return (unsigned)mlp_bf16_bits(lo) | ((unsigned)mlp_bf16_bits(hi) << 16);
-}
-
-/* v rounded to TF32 (nearest, ties away from zero), low 13 bits zero. */
-static inline MLP_HD float mlp_round_tf32(float v)
-{
-    unsigned u = mlp_float_bits(v);
-    if (mlp_bits_nan(u)) return v;
-    return mlp_bits_float((u + 0x1000u) & ~0x1fffu);
+    return (unsigned)tc_bf16_bits(lo) | ((unsigned)tc_bf16_bits(hi) << 16);
 }
 
 /* ------------------------------------------------------------------ transposed copies */

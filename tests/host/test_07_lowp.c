@@ -36,12 +36,12 @@ static void result(int ok, const char *what, const char *detail)
  * zero (TF32). */
 static float nearest(float v, int keep, int ties_even)
 {
-    unsigned drop = 23u - (unsigned)keep, u = mlp_float_bits(v), mask = (1u << drop) - 1u;
-    float lo = mlp_bits_float(u & ~mask), hi = mlp_bits_float((u & ~mask) + (1u << drop));
+    unsigned drop = 23u - (unsigned)keep, u = tc_float_bits(v), mask = (1u << drop) - 1u;
+    float lo = tc_bits_float(u & ~mask), hi = tc_bits_float((u & ~mask) + (1u << drop));
     double dlo = fabs((double)v - lo), dhi = fabs((double)hi - v);
     if (dlo != dhi) return dlo < dhi ? lo : hi;
     if (!ties_even) return hi;
-    return ((mlp_float_bits(lo) >> drop) & 1u) ? hi : lo;
+    return ((tc_float_bits(lo) >> drop) & 1u) ? hi : lo;
 }
 
 static void test_roundings(void)
@@ -55,9 +55,9 @@ static void test_roundings(void)
         u = (u & 0x807fffffu) | ((100u + (u >> 24) % 56u) << 23);
         if (i % 64 == 0) u = (u & ~0xffffu) | 0x8000u, ties++;
         if (i % 64 == 1) u = (u & ~0x1fffu) | 0x1000u, ties++;
-        float v = mlp_bits_float(u), b = mlp_round_bf16(v), t = mlp_round_tf32(v);
+        float v = tc_bits_float(u), b = mlp_round_bf16(v), t = tc_round_tf32(v);
         bad_bf16 += b != nearest(v, 7, 1);
-        bad_tf32 += t != nearest(v, 10, 0) || (mlp_float_bits(t) & 0x1fffu) != 0;
+        bad_tf32 += t != nearest(v, 10, 0) || (tc_float_bits(t) & 0x1fffu) != 0;
         worst_bf16 = fmax(worst_bf16, fabs((double)b - v) / fabs(v));
         worst_tf32 = fmax(worst_tf32, fabs((double)t - v) / fabs(v));
     }
@@ -73,12 +73,12 @@ static void test_roundings(void)
     float exact[] = {0.0f, 1.0f, -0.875f, 1.625f, 0.5f, -3.0f};
     int ok = 1;
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
-        ok &= mlp_round_bf16(exact[i]) == exact[i] && mlp_round_tf32(exact[i]) == exact[i];
+        ok &= mlp_round_bf16(exact[i]) == exact[i] && tc_round_tf32(exact[i]) == exact[i];
     ok &= mlp_round_bf16(1.0f + 0x1p-8f) == 1.0f && mlp_round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f;
-    ok &= mlp_round_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f && mlp_round_tf32(-1.0f - 0x1p-11f) == -1.0f - 0x1p-10f;
-    ok &= isinf(mlp_round_bf16(INFINITY)) && isinf(mlp_round_tf32(-INFINITY));
-    ok &= isnan(mlp_round_bf16(NAN)) && isnan(mlp_round_tf32(NAN));
-    ok &= isnan(mlp_round_bf16(mlp_bits_float(0x7f800001u))) && isnan(mlp_round_tf32(mlp_bits_float(0xff800001u)));
+    ok &= tc_round_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f && tc_round_tf32(-1.0f - 0x1p-11f) == -1.0f - 0x1p-10f;
+    ok &= isinf(mlp_round_bf16(INFINITY)) && isinf(tc_round_tf32(-INFINITY));
+    ok &= isnan(mlp_round_bf16(NAN)) && isnan(tc_round_tf32(NAN));
+    ok &= isnan(mlp_round_bf16(tc_bits_float(0x7f800001u))) && isnan(tc_round_tf32(tc_bits_float(0xff800001u)));
     result(ok, "exact values stay, ties, infinities and NaNs", "");
 
     /* the packed pair: element 0 first in memory */
@@ -364,7 +364,7 @@ static void test_tolerances(void)
 {
     /* the check's three shapes, each at the check's default seed (1234 + 100 i) and more */
     const int shapes[3][3] = {{1, 3, 300}, {37, 50, 40}, {256, 1024, 1}};
-    const Rounding rounding[2] = {mlp_round_tf32, mlp_round_bf16};
+    const Rounding rounding[2] = {tc_round_tf32, mlp_round_bf16};
     double worst[2][6] = {{0}}, against_unrounded[2][6] = {{0}};
     int cases = 0, left_out = 0;
     for (int i = 0; i < 3; i++)
