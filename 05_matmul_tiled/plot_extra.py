@@ -159,22 +159,28 @@ def shapes_panel(ax, rows, gpu):
     ax.legend(fontsize=7, loc="lower right")
 
 
+def gpu_panels(rows, gpus, panel, path, title, panel_size, sharey=False):
+    """A figure of one panel a GPU, each drawn by panel(ax, that GPU's rows, gpu), to path."""
+    if not gpus:
+        return
+    fig, axes = plt.subplots(1, len(gpus), figsize=(panel_size[0] * len(gpus), panel_size[1]), squeeze=False,
+                             sharey=sharey)
+    for ax, gpu in zip(axes[0], gpus):
+        panel(ax, [r for r in rows if r["gpu"] == gpu], gpu)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def draw_shapes(rows, out_dir):
     """best's % of cuBLAS on every shape a run timed both on (the shape sweep and the
     bench's own shapes: the set matmul_tiled --bench --sweep sums up), a panel per GPU."""
     gpus = [g for g in unique(r["gpu"] for r in rows)
             if len(sweep_points([r for r in rows if r["gpu"] == g], "best")) >= 2]
-    if not gpus:
-        return
-    fig, axes = plt.subplots(1, len(gpus), figsize=(9 * len(gpus), 5.5), squeeze=False, sharey=True)
-    for ax, gpu in zip(axes[0], gpus):
-        shapes_panel(ax, [r for r in rows if r["gpu"] == gpu], gpu)
-    fig.suptitle(f"{CHAPTER}: fp32 SGEMM on any shape, sgemm_best against cuBLAS")
-    fig.tight_layout()
-    path = os.path.join(out_dir, f"{CHAPTER}_shapes.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"wrote {path}")
+    gpu_panels(rows, gpus, shapes_panel, os.path.join(out_dir, f"{CHAPTER}_shapes.png"),
+               f"{CHAPTER}: fp32 SGEMM on any shape, sgemm_best against cuBLAS", (9, 5.5), sharey=True)
 
 
 CEILING_COLOURS = {"cublas": "#4c72b0", "cublas_tf32": "#8172b2", "cublas_bf16": "#c44e52"}
@@ -204,17 +210,8 @@ def ladder_panel(ax, rows, gpu):
 def draw_ladder(rows, out_dir):
     gpus = [g for g in unique(r["gpu"] for r in rows)
             if any(r["gpu"] == g and r["size"] == LADDER_SIZE and tensor_core(r["kernel"]) for r in rows)]
-    if not gpus:
-        return
-    fig, axes = plt.subplots(1, len(gpus), figsize=(8 * len(gpus), 8), squeeze=False)
-    for ax, gpu in zip(axes[0], gpus):
-        ladder_panel(ax, [r for r in rows if r["gpu"] == gpu], gpu)
-    fig.suptitle(f"{CHAPTER}: the fp32 and tensor-core ladders at {LADDER_SIZE}")
-    fig.tight_layout()
-    path = os.path.join(out_dir, f"{CHAPTER}_ladder.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"wrote {path}")
+    gpu_panels(rows, gpus, ladder_panel, os.path.join(out_dir, f"{CHAPTER}_ladder.png"),
+               f"{CHAPTER}: the fp32 and tensor-core ladders at {LADDER_SIZE}", (8, 8))
 
 
 def draw(rows, out_dir):
