@@ -13,12 +13,12 @@
 
 #include <string.h>
 
-#ifndef TC_HD
+/* What the plain-C headers of the tensor-core ladder (this one, tc_swizzle.h) mark their
+ * functions with: host and device under nvcc, nothing under a C compiler. */
 #ifdef __CUDACC__
 #define TC_HD __host__ __device__
 #else
 #define TC_HD
-#endif
 #endif
 
 static inline TC_HD unsigned tc_float_bits(float v)

@@ -24,13 +24,7 @@
 #ifndef CH05_TC_SWIZZLE_H
 #define CH05_TC_SWIZZLE_H
 
-#ifndef TC_HD
-#ifdef __CUDACC__
-#define TC_HD __host__ __device__
-#else
-#define TC_HD
-#endif
-#endif
+#include "tc_round.h" /* TC_HD: host and device, or plain C */
 
 #define TC_TILE_ROW_BYTES 128u
 #define TC_TILE_CHUNKS 8u
