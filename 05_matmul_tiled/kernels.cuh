@@ -58,6 +58,9 @@
  *   tc_wgmma_ws_{bf16,tf32}          warp-specialized: a producer warpgroup, two consumers
  *   tc_wgmma_persistent_{bf16,tf32}  the same, one block per SM walking the tiles
  *   tc_wgmma_splitk_{bf16,tf32}      64x128 tiles with K split (small C: chapter 07)
+ * tc_wgmma_cluster.cuh
+ *   tc_wgmma_cluster_{bf16,tf32}     the persistent kernel in clusters of two blocks: each
+ *                                    loads half of the shared Bt tile, multicast to both
  * tc_best.cuh
  *   tc_best_{bf16,tf32}  the dispatcher: Hopper where TMA can describe the operands, else
  *                        the mma.sync pipeline

@@ -51,6 +51,7 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_bf16", "step", tc_wgmma_bf16, true},
     {"wgmma_ws_bf16", "step", tc_wgmma_ws_bf16, true},
     {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, true},
+    {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, true},
     {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, true},
     {"best_bf16", "step", tc_best_bf16, false},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, false},
@@ -61,6 +62,7 @@ static const TcVersion<float> TC_TF32[] = {
     {"wgmma_tf32", "step", tc_wgmma_tf32, true},
     {"wgmma_ws_tf32", "step", tc_wgmma_ws_tf32, true},
     {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, true},
+    {"wgmma_cluster_tf32", "step", tc_wgmma_cluster_tf32, true},
     {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, true},
     {"best_tf32", "step", tc_best_tf32, false},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, false},
@@ -71,9 +73,9 @@ static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
     "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
     "thin_m", "thin_n", "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
-    "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
+    "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_cluster_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
     "wmma_tf32", "mma_pipeline_tf32", "wgmma_tf32", "wgmma_ws_tf32", "wgmma_persistent_tf32",
-    "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};
+    "wgmma_cluster_tf32", "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */

@@ -2,19 +2,22 @@
  * (chapter 07's tensor-core trainers do). Same contract as every tensor-core version
  * (tc_common.cuh). They pick:
  *   - on a Hopper GPU with an sm_90a build, when TMA can describe A and Bt (16-byte row
- *     strides and bases): when the 128x256 tiles make at least a wave (one tile per SM),
+ *     strides and bases): when the 128x256 tiles make at least half a wave (tiles >= SMs / 2),
  *     tc_wgmma_persistent up to 8 waves and tc_wgmma_ws beyond (measured on an H100: the
  *     persistent kernel's overlapped epilogue wins at 4096^3, 3.9 waves; at 8192^3, 15.5
  *     waves, the hardware's block scheduler, which hands the next tile to whichever SM
- *     frees first, beats the persistent kernel's fixed round-robin); else tc_wgmma_splitk
- *     (64x128 tiles, K split to fill the SMs);
+ *     frees first, beats the persistent kernel's fixed round-robin); below half a wave
+ *     tc_wgmma_splitk (64x128 tiles, K split to fill the SMs). Where the two meet, measured
+ *     on an H200: at 0.97 of a wave (2048^3) the persistent kernel gets 117% of cuBLAS and
+ *     split-K 97%, at 0.73 (1536 x 2048 x 4096) 86% and 70%, at 0.48 (1024 x 2048 x 4096)
+ *     66% and 67%, at 0.24 (1024 x 1024 x 8192) 41% and 73%;
  *   - everywhere else (an older GPU, or K not a multiple of 8 for bf16 / 4 for tf32, or an
  *     unaligned pointer): tc_mma_pipeline, which takes any shape. */
 #ifndef CH05_TC_BEST_CUH
 #define CH05_TC_BEST_CUH
 
 #include "tc_mma.cuh"
-#include "tc_wgmma.cuh"
+#include "tc_wgmma_cluster.cuh"
 
 /* Whether the Hopper path applies to this call (see above). */
 template <typename T>
@@ -39,7 +42,7 @@ static inline void tc_best(int M, int N, int K, float alpha, const T *A, const T
         pipeline(M, N, K, alpha, A, Bt, beta, C);
     else if (waves > 8.0)
         tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
-    else if (waves >= 1.0)
+    else if (waves >= 0.5)
         tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
     else
         tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);

@@ -113,6 +113,45 @@ __device__ __forceinline__ void tc_tma_load(void *dst, const CUtensorMap *map, u
                  : "memory");
 }
 
+/* ---- clusters (tc_wgmma_cluster.cuh): blocks launched in groups that can reach each
+ * other's shared memory. A TMA copy with a CTA mask lands at the same shared-memory offset
+ * in every block of the mask and counts its bytes on the mbarrier at the same offset in
+ * each; an arrive can go to the mbarrier of another block of the cluster. */
+__device__ __forceinline__ unsigned tc_cluster_rank(void)
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every block of the cluster meets here: shared-memory writes and barrier
+ * initializations before it are visible to the whole cluster after it. */
+__device__ __forceinline__ void tc_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void tc_tma_load_multicast(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
+                                                      int c1, uint16_t cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(tc_smem_addr(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(tc_smem_addr(bar)), "h"(cta_mask)
+                 : "memory");
+}
+
+/* An arrive on the mbarrier at `bar`'s offset in block `cta` of the cluster (itself or another). */
+__device__ __forceinline__ void tc_mbar_arrive_cluster(uint64_t *bar, unsigned cta)
+{
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+                 "}\n" ::"r"(tc_smem_addr(bar)), "r"(cta)
+                 : "memory");
+}
+
 /* The shared-memory descriptor of a K-major operand stored with the 128-byte swizzle:
  * start address, leading offset unused (1), 1024 bytes between 8-row groups, mode 1. */
 __device__ __forceinline__ uint64_t tc_desc(const void *smem)

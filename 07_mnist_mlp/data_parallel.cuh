@@ -23,12 +23,14 @@
  *   compute  gemm_forward  output_layer  hidden_backward  gemm_dW1  [ready]            [wait] update_and_gather
  *   comm                                                            [wait] all-reduce(whole gradient) [reduced]
  *
- * --buckets K (default 4): dW1, 784 x H and nearly all of the gradient, is computed in K
+ * --buckets K (default 2): dW1, 784 x H and nearly all of the gradient, is computed in K
  * blocks of rows, and each block's all-reduce starts as soon as its rows are done, as
- * PyTorch's DDP starts a bucket's all-reduce when its gradients are ready:
+ * PyTorch's DDP starts a bucket's all-reduce when its gradients are ready. The last block's
+ * all-reduce also carries b1, W2 and b2 (they follow W1 in the gradient buffer, and are
+ * ready before it): K calls, since each call costs tens of µs whatever its size:
  *
- *   compute  forward  output  hidden_bw [ready]  dW1 rows 0  [ready]  dW1 rows 1  [ready] ...  [wait] update
- *   comm                      [wait] all-reduce(b1, W2, b2)  [wait] all-reduce(rows 0)  [wait] ...  [reduced]
+ *   compute  forward  output  hidden_bw  dW1 rows 0  [ready]  dW1 rows 1  [ready] ...     [wait] update
+ *   comm                                [wait] all-reduce(rows 0)  [wait] ... all-reduce(last rows, b1, W2, b2) [reduced]
  *
  * Each all-reduce is one ncclAllReduce per GPU inside ncclGroupStart/End (one thread
  * drives every GPU). The steps are not captured in CUDA graphs: NCCL advises against graph
@@ -51,7 +53,7 @@
 #include "nccl_comm.cuh"
 #include "steps_fused.cuh"
 
-#define DP_DEFAULT_BUCKETS 4
+#define DP_DEFAULT_BUCKETS 2
 #define DP_PROBE_STEPS 64
 
 static int dp_buckets(void) { return FLAGS.buckets < 0 ? DP_DEFAULT_BUCKETS : FLAGS.buckets; }
@@ -338,14 +340,14 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
             dp_forward_backward(dp, g, rows, inv_batch);
             if (K == 0) dp_dw1_rows(dp, g, rows, 0, IDX_PIXELS, -1);
         }
-        if (g == 0 && K == 0) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
+        if (K > 0) continue;
+        if (g == 0) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
         dp_hand_over(dp, g, 0);
         if (g == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
     }
     if (K == 0) {
         dp_allreduce(dp, 0, l->total, "allreduce", -1);
     } else {
-        dp_allreduce(dp, l->b1, l->total - l->b1, "allreduce_small", -1); /* b1, W2, b2: after W1 */
         for (int k = 0; k < K; k++) {
             int r0 = dp->bucket_row[k], r1 = dp->bucket_row[k + 1];
             for (int g = 0; g < c->gpus; g++) {
@@ -354,8 +356,10 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
                 if (rows > 0) dp_dw1_rows(dp, g, rows, r0, r1, k);
                 if (g == 0 && k == K - 1) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
                 dp_hand_over(dp, g, k + 1);
+                if (g == 0 && k == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
             }
-            dp_allreduce(dp, l->w1 + (size_t)r0 * H, (size_t)(r1 - r0) * H, "allreduce", k);
+            size_t first = l->w1 + (size_t)r0 * H, end = k == K - 1 ? l->total : l->w1 + (size_t)r1 * H;
+            dp_allreduce(dp, first, end - first, "allreduce", k); /* the last: with b1, W2, b2 */
         }
     }
     for (int g = 0; g < c->gpus; g++) {

@@ -165,10 +165,10 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     size_t grad = l.total, bytes = grad * sizeof(float), pieces[DP_MAX_BUCKETS + 1];
     int edge[DP_MAX_BUCKETS + 1];
     dp_bucket_rows(K, edge);
-    pieces[0] = l.total - l.b1;
-    for (int k = 0; k < K; k++) pieces[k + 1] = (size_t)(edge[k + 1] - edge[k]) * H;
+    for (int k = 0; k < K; k++) pieces[k] = (size_t)(edge[k + 1] - edge[k]) * H;
+    if (K) pieces[K - 1] += l.total - l.b1; /* the last bucket carries b1, W2, b2 */
     double alone = dp_allreduce_alone_ms(all, &grad, 1, o->reps);
-    double alone_pieces = K ? dp_allreduce_alone_ms(all, pieces, K + 1, o->reps) : 0.0;
+    double alone_pieces = K ? dp_allreduce_alone_ms(all, pieces, K, o->reps) : 0.0;
 
     char size[32], title[200], name[12][64];
     snprintf(size, sizeof size, "%d", b);
@@ -208,7 +208,7 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
 
     printf("  gradient %.2f MB; its all-reduce alone %.4f ms (algbw %.1f GB/s, busbw %.1f GB/s = algbw x 2(N-1)/N)",
            bytes / 1e6, alone, gbs((double)bytes, alone), dp_busbw_gbs(bytes, alone, N));
-    if (K) printf(", in %d pieces %.4f ms", K + 1, alone_pieces);
+    if (K) printf(", in %d pieces %.4f ms", K, alone_pieces);
     printf("\n  in the step (GPU 0): all-reduce %.4f ms, exposed %.4f ms without buckets", plain.ar_ms, plain.exposed_ms);
     if (K) printf(", %.4f ms with %d", buckets.exposed_ms, K);
     printf("; a step on one GPU %.4f ms: the all-reduce is %.0f%% of it\n", one.step_ms,

@@ -120,7 +120,7 @@ static const ProgramSpec SPEC = {
     "                   replica with --batch / N images of every batch (--batch: the global batch);\n"
     "                   --bench: -n is the batch per GPU (default 256,1024,4096 x H 1024,4096)\n"
     "  --buckets K      dW1's all-reduce in K pieces, each started when its rows are done\n"
-    "                   (default 4; 0: one all-reduce after the whole backward pass)\n"
+    "                   (default 2; 0: one all-reduce after the whole backward pass)\n"
     "  --timeline FILE  with --bench --gpus: every launch and all-reduce of two steps, per GPU and stream\n",
     IMPL_NAMES, 2, 60000, extra_flag, &FLAGS};
 

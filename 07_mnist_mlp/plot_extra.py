@@ -89,8 +89,8 @@ def series(rows, key):
 DP_TIMELINE = os.path.join(ROOT, "plots", "results", "07_mnist_mlp_dp_timeline.tsv")
 DP_OPS = {"forward": ("#8c8c8c", "forward product"), "output_layer": ("#b07aa1", "output layer"),
           "hidden_backward": ("#9c755f", "hidden backward"), "dW1": ("#4c72b0", "dW1 product (bucket)"),
-          "update": ("#55a868", "update + next gather"), "allreduce_small": ("#f28e2b", "all-reduce b1, W2, b2"),
-          "allreduce": ("#c44e52", "all-reduce dW1 (bucket)")}
+          "update": ("#55a868", "update + next gather"),
+          "allreduce": ("#c44e52", "all-reduce (bucket; the last with b1, W2, b2)")}
 
 
 def draw_dp_timeline(out_dir):
