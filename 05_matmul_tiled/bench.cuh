@@ -74,13 +74,21 @@ static int operand_sets_next(OperandSets *r)
     return i;
 }
 
+/* Warm-up before the timed runs: about WARM_MS of runs (2 to 128 of them). A long product
+ * moves the GPU's clock as the chip heats and draws power (at 8192^3 one bf16 product draws
+ * most of the 700 W): each version, the ceiling included, is timed in the state a steady
+ * stream of its products reaches, not in whatever state the version before it left. */
+static const double WARM_MS = 200.0;
+
 /* Median time of run(ctx): one untimed run tells how many repetitions fit the budget. */
 static float time_within_budget(TimedFn run, void *ctx, int max_reps)
 {
     float once = time_median_ms(run, ctx, 1, 1);
-    int reps = (int)(BUDGET_MS / (once > 1e-3f ? once : 1e-3f));
+    double per_run = once > 1e-3f ? once : 1e-3f;
+    int reps = (int)(BUDGET_MS / per_run), warm = (int)ceil(WARM_MS / per_run);
     reps = reps < 3 ? 3 : (reps > max_reps ? max_reps : reps);
-    return time_median_ms(run, ctx, 2, reps);
+    warm = warm < 2 ? 2 : (warm > 128 ? 128 : warm);
+    return time_median_ms(run, ctx, warm, reps);
 }
 
 static double tflops(Shape s, double ms) { return 2.0 * s.M * s.N * (double)s.K / (ms * 1e-3) / 1e12; }

@@ -117,39 +117,59 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
 #endif
 }
 
+/* The launch of tc_wgmma_cluster_kernel<T>: 384 threads, the stages, clusters of two. */
+template <typename T>
+struct TcClusterLaunch {
+    cudaLaunchAttribute cluster_dim;
+    cudaLaunchConfig_t cfg;
+    void (*kernel)(const CUtensorMap, const CUtensorMap, int, int, int, float, float, float *, bool);
+    TcClusterLaunch()
+    {
+        kernel = tc_wgmma_cluster_kernel<T, TC_WS_STAGES>;
+        cluster_dim.id = cudaLaunchAttributeClusterDimension;
+        cluster_dim.val.clusterDim.x = 2;
+        cluster_dim.val.clusterDim.y = 1;
+        cluster_dim.val.clusterDim.z = 1;
+        cfg = cudaLaunchConfig_t{};
+        cfg.blockDim = dim3(384);
+        cfg.dynamicSmemBytes = tc_stage_smem(TC_CLUSTER_BM, TC_CLUSTER_BN, TC_WS_STAGES);
+        cfg.attrs = &cluster_dim;
+        cfg.numAttrs = 1;
+    }
+};
+
+/* How many clusters of two blocks are resident at once on this GPU (a cluster's blocks must
+ * sit in one GPC, so this can be fewer than SMs / 2); the first call sets the kernel's
+ * shared-memory limit. */
+template <typename T>
+static inline int tc_wgmma_cluster_fit(void)
+{
+    static int fit = 0;
+    if (!fit) {
+        TcClusterLaunch<T> l;
+        CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.cfg.dynamicSmemBytes));
+        l.cfg.gridDim = dim3(2 * sgemm_sm_count());
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, l.kernel, &l.cfg));
+        if (fit < 1) {
+            fprintf(stderr, "wgmma_cluster: no cluster of two blocks of %zu bytes fits on this GPU\n",
+                    l.cfg.dynamicSmemBytes);
+            exit(1);
+        }
+    }
+    return fit;
+}
+
 /* Launches as many clusters of two as fit at once, or fewer when C has fewer tile pairs. */
 template <typename T>
 static inline void tc_wgmma_cluster(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
-    constexpr int STAGES = TC_WS_STAGES;
-    void (*kernel)(const CUtensorMap, const CUtensorMap, int, int, int, float, float, float *, bool) =
-        tc_wgmma_cluster_kernel<T, STAGES>;
     tc_wgmma_require(K, A, Bt);
-    cudaLaunchAttribute cluster_dim;
-    cluster_dim.id = cudaLaunchAttributeClusterDimension;
-    cluster_dim.val.clusterDim.x = 2;
-    cluster_dim.val.clusterDim.y = 1;
-    cluster_dim.val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.blockDim = dim3(384);
-    cfg.dynamicSmemBytes = tc_stage_smem(TC_CLUSTER_BM, TC_CLUSTER_BN, STAGES);
-    cfg.attrs = &cluster_dim;
-    cfg.numAttrs = 1;
-    static int fit = 0; /* clusters resident at once */
-    if (!fit) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cfg.dynamicSmemBytes));
-        cfg.gridDim = dim3(2 * sgemm_sm_count());
-        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
-        if (fit < 1) {
-            fprintf(stderr, "wgmma_cluster: no cluster of two blocks of %zu bytes fits on this GPU\n",
-                    cfg.dynamicSmemBytes);
-            exit(1);
-        }
-    }
+    int fit = tc_wgmma_cluster_fit<T>();
+    TcClusterLaunch<T> l;
     int pair_tiles = (sgemm_ceil_div(M, TC_CLUSTER_BM) + 1) / 2 * sgemm_ceil_div(N, TC_CLUSTER_BN);
-    cfg.gridDim = dim3(2 * (pair_tiles < fit ? pair_tiles : fit));
+    l.cfg.gridDim = dim3(2 * (pair_tiles < fit ? pair_tiles : fit));
     CUtensorMap ma = tc_tensor_map(A, M, K, TC_CLUSTER_BM), mb = tc_tensor_map(Bt, N, K, TC_CLUSTER_BN / 2);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C)));
+    CUDA_CHECK(cudaLaunchKernelEx(&l.cfg, l.kernel, ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C)));
     CHECK_LAUNCH();
 }
 
