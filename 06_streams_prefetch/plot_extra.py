@@ -100,10 +100,10 @@ def plot_timeline(ops, title, op_colours, op_labels, xlabel, path):
         ax.set_title(f"{pipeline}: {total:.2f} ms", fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in op_colours.values()]
-    fig.legend(handles, op_labels, fontsize=8, loc="upper right", ncol=min(len(op_labels), 4))
+    fig.legend(handles, op_labels, fontsize=8, loc="lower center", ncol=min(len(op_labels), 6))
     axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle(f"timeline, {title}", fontsize=10, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
