@@ -146,6 +146,37 @@ tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant
 
 /* ------------------------------------------------------------------ steps 6-7: warp specialization */
 
+/* A consumer warpgroup's K loop over one tile of the warp-specialized kernels: wait for
+ * each stage, start its wgmma, and once the group of the stage before has finished
+ * (wait_group 1: one group stays in flight) hand that stage back with release(stage).
+ * `it` counts the stages used so far, across tiles: stage it % STAGES, phase it / STAGES. */
+template <typename T, int BN, int STAGES, typename Release>
+__device__ __forceinline__ void tc_consume_tile(float (&d)[BN / 2], uint8_t *smem, int stage_bytes, int a_bytes,
+                                                int rows, uint64_t *full, int k_count, int &it, Release release)
+{
+#ifdef TC_WGMMA_DEVICE
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
+    int prev = 0;
+    for (int kt = 0; kt < k_count; kt++, it++) {
+        int s = it % STAGES;
+        uint8_t *st = smem + s * stage_bytes;
+        tc_mbar_wait(&full[s], (it / STAGES) & 1);
+        tc_fence_regs(d);
+        tc_wgmma_fence();
+        tc_wgmma_stage<T, BN>(d, st + rows * TC_ROW_BYTES, st + a_bytes);
+        tc_wgmma_commit();
+        tc_wgmma_wait<1>(); /* the previous stage's group is done: hand that stage back */
+        tc_fence_regs(d);
+        if (kt > 0) release(prev);
+        prev = s;
+    }
+    tc_wgmma_wait<0>();
+    tc_fence_regs(d);
+    release(prev);
+#endif
+}
+
 /* Warpgroup 0 produces, warpgroups 1 .. CONSUMERS consume (64 rows of the tile each).
  * Tiles tile = blockIdx.x, + gridDim.x, ... (one when the grid has a block per tile; a
  * persistent grid has one block per SM). With EPI == TC_EPI_ADD, grid layer blockIdx.z
@@ -203,25 +234,8 @@ tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         int m0, n0;
         tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
         float d[BN / 2];
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
-        int prev = 0;
-        for (int kt = 0; kt < k_count; kt++, it++) {
-            int s = it % STAGES;
-            uint8_t *st = smem + s * STAGE_BYTES;
-            tc_mbar_wait(&full[s], (it / STAGES) & 1);
-            tc_fence_regs(d);
-            tc_wgmma_fence();
-            tc_wgmma_stage<T, BN>(d, st + rows * TC_ROW_BYTES, st + A_BYTES);
-            tc_wgmma_commit();
-            tc_wgmma_wait<1>(); /* the previous stage's group is done: hand that stage back */
-            tc_fence_regs(d);
-            if (kt > 0) tc_mbar_arrive(&empty[prev]);
-            prev = s;
-        }
-        tc_wgmma_wait<0>();
-        tc_fence_regs(d);
-        tc_mbar_arrive(&empty[prev]);
+        tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
+                                       [&](int stage) { tc_mbar_arrive(&empty[stage]); });
         tc_epilogue<BN, EPI>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
     }
 #endif

@@ -91,25 +91,8 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
             tc_tile_grouped(p, pair_rows, tiles_n, &pm, &tn);
             int m0 = (2 * pm + (int)rank) * BM, n0 = tn * BN;
             float d[BN / 2];
-#pragma unroll
-            for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
-            int prev = 0;
-            for (int kt = 0; kt < k_count; kt++, it++) {
-                int s = it % STAGES;
-                uint8_t *st = smem + s * STAGE_BYTES;
-                tc_mbar_wait(&full[s], (it / STAGES) & 1);
-                tc_fence_regs(d);
-                tc_wgmma_fence();
-                tc_wgmma_stage<T, BN>(d, st + rows * TC_ROW_BYTES, st + A_BYTES);
-                tc_wgmma_commit();
-                tc_wgmma_wait<1>(); /* the previous stage's group is done: free that stage */
-                tc_fence_regs(d);
-                if (kt > 0) tc_cluster_release(&empty[prev], peer);
-                prev = s;
-            }
-            tc_wgmma_wait<0>();
-            tc_fence_regs(d);
-            tc_cluster_release(&empty[prev], peer);
+            tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
+                                           [&](int stage) { tc_cluster_release(&empty[stage], peer); });
             if (m0 + rows < M) tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
         }
     }
