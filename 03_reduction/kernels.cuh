@@ -149,9 +149,7 @@ static __device__ __forceinline__ void reduce_finish_last_block(float block_tota
 /* Blocks of `block` threads of `kernel` that fit on the whole GPU at once (one wave). */
 static inline int reduce_resident_blocks(const void *kernel, int block)
 {
-    int dev, sms, per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    int sms = current_device_attribute(cudaDevAttrMultiProcessorCount), per_sm;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
     return sms * (per_sm > 0 ? per_sm : 1);
 }

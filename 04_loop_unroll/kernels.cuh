@@ -228,13 +228,7 @@ __global__ void unroll_poly(float *y, int n, float h)
     for (; base < (size_t)n; base += stride) y[base] = unroll_poly_horner(unroll_poly_x(base, h));
 }
 
-static inline int unroll_sm_count(void)
-{
-    int dev, sms;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    return sms;
-}
+static inline int unroll_sm_count(void) { return current_device_attribute(cudaDevAttrMultiProcessorCount); }
 
 /* poly_kK: one block of 128 threads per SM, i.e. one warp per scheduler, as a kernel gets
  * when its registers or shared memory keep occupancy low. */

@@ -116,9 +116,7 @@ static int poly_check_size(const Options *o, int n)
  * sm_80; 128 on sm_61, sm_86, sm_89, sm_90 and later. */
 static double fma_peak_gflops(const DeviceInfo *info, int *clock_khz)
 {
-    int dev;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(clock_khz, cudaDevAttrClockRate, dev));
+    *clock_khz = current_device_attribute(cudaDevAttrClockRate);
     int lanes = (info->major == 7 || (info->major == 6 && info->minor == 0) ||
                  (info->major == 8 && info->minor == 0)) ? 64 : 128;
     return (double)info->sms * lanes * 2.0 * (*clock_khz) * 1e3 / 1e9;

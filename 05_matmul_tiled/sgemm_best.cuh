@@ -50,9 +50,7 @@ static inline const SgemmMachine *sgemm_best_machine(void)
     if (ready) return &m;
     DeviceInfo info; /* compute capability, memory peak from clock and bus width */
     get_device_info(&info);
-    int dev, clock_khz;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+    int clock_khz = current_device_attribute(cudaDevAttrClockRate);
     /* A GPU that reports no clock or memory numbers gets typical ones: only their ratio
      * to each other and to launch_us matters to the choice. */
     if (clock_khz <= 0) clock_khz = 1500000;

@@ -47,11 +47,7 @@ static inline long long sgemm_blocks(int M, int N, int bm, int bn)
 static inline int sgemm_sm_count(void)
 {
     static int sms = 0;
-    if (sms == 0) {
-        int dev;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
+    if (sms == 0) sms = current_device_attribute(cudaDevAttrMultiProcessorCount);
     return sms;
 }
 
@@ -60,11 +56,7 @@ static inline int sgemm_sm_count(void)
 static inline int sgemm_smem_limit(void)
 {
     static int limit = 0;
-    if (limit == 0) {
-        int dev;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    }
+    if (limit == 0) limit = current_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     return limit;
 }
 

@@ -263,10 +263,8 @@ static inline const char *tc_wgmma_unavailable(void)
     static int state = -1; /* -1 unknown, 0 usable, 1 wrong GPU, 2 no sm_90a code */
     static char why[160];
     if (state < 0) {
-        int dev, major, minor;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        int major = current_device_attribute(cudaDevAttrComputeCapabilityMajor);
+        int minor = current_device_attribute(cudaDevAttrComputeCapabilityMinor);
         if (major != 9 || minor != 0) {
             snprintf(why, sizeof why, "wgmma and TMA need a Hopper GPU (sm_90); this one is sm_%d%d",
                      major, minor);

@@ -24,13 +24,7 @@ static const UmVersion UM_VERSIONS[] = {
 
 /* --- check ---------------------------------------------------------------------------------- */
 
-static int um_supported(void)
-{
-    int dev, yes = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&yes, cudaDevAttrConcurrentManagedAccess, dev));
-    return yes;
-}
+static int um_supported(void) { return current_device_attribute(cudaDevAttrConcurrentManagedAccess); }
 
 /* Managed input of n floats, with um_advise's hints if asked; the host writes it later. */
 static float *um_alloc(UmMode mode, long long n)

@@ -25,6 +25,15 @@
  * surface at the next synchronizing CUDA_CHECK. */
 #define CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
+/* One attribute of the current GPU (cudaDevAttr...). */
+static inline int current_device_attribute(cudaDeviceAttr attr)
+{
+    int dev, value;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, dev));
+    return value;
+}
+
 typedef struct {
     char name[256];
     int major, minor;
@@ -146,10 +155,8 @@ static inline double copy_bandwidth_gbs(size_t bytes, int reps, float *ms_out)
  * grid-stride loop. */
 static inline int resident_blocks(int block)
 {
-    int dev, sms, threads_per_sm;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+    int sms = current_device_attribute(cudaDevAttrMultiProcessorCount);
+    int threads_per_sm = current_device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
     return sms * (threads_per_sm / block);
 }
 
