@@ -186,9 +186,11 @@ static void run_bench(const Options *o, const DeviceInfo *info)
         }
         if (sweep) bench_sweep(o, info, VERSIONS, NVERSIONS);
     }
-    if (!tc_wgmma_unavailable() && (kernel_selected(o, "wgmma_cluster_bf16") || kernel_selected(o, "wgmma_cluster_tf32")))
-        printf("\nwgmma_cluster: %d clusters of two blocks are resident at once, on %d of the %d SMs\n",
-               tc_wgmma_cluster_fit<bf16>(), 2 * tc_wgmma_cluster_fit<bf16>(), sgemm_sm_count());
+    if (!tc_wgmma_unavailable() && (kernel_selected(o, "wgmma_cluster_bf16") || kernel_selected(o, "wgmma_cluster_tf32"))) {
+        int clusters = tc_wgmma_cluster_fit<bf16>();
+        printf("\nwgmma_cluster: %d clusters of two blocks are resident at once, on %d of the %d SMs\n", clusters,
+               2 * clusters, sgemm_sm_count());
+    }
     for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_BENCH); i++) {
         Shape s = shape_at(o, TC_BENCH_SHAPES, i);
         if (table_selected(o, TC_BF16, NTC_BF16)) tc_bench_shape(o, info, s, TC_BF16, NTC_BF16);

@@ -157,11 +157,14 @@ typedef struct {
     int *h_slices[DP_MAX_GPUS];       /* pinned: the epoch's order cut into its slices */
     int n_local[DP_MAX_GPUS];         /* rows replica g trains on in an epoch */
     int bucket_row[DP_MAX_BUCKETS + 1]; /* bucket k: dW1 rows bucket_row[k] .. bucket_row[k + 1] */
-    cudaEvent_t ready[DP_MAX_GPUS][DP_MAX_BUCKETS + 1]; /* compute -> comm: a part of g's gradient is done */
+    cudaEvent_t ready[DP_MAX_GPUS][DP_MAX_BUCKETS]; /* compute -> comm: bucket k of g's gradient is done (k = 0: all of it, without buckets) */
     cudaEvent_t reduced[DP_MAX_GPUS]; /* comm -> compute: every all-reduce of the step has ended */
     DpTrace *trace;                   /* NULL: no timeline */
     DpProbe *probe;                   /* NULL: no in-step measurement */
 } DataParallel;
+
+/* One hand-over event a bucket, or one for the whole gradient without buckets. */
+static int dp_ready_events(const DataParallel *dp) { return dp->buckets > 0 ? dp->buckets : 1; }
 
 /* GPU g's slice of global batch s (data_parallel_split.h). */
 static DpSlice dp_slice(const DataParallel *dp, int s, int g)
@@ -200,7 +203,7 @@ static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train
         dp->grad[g] = (float *)dalloc(l.total * sizeof(float));
         CUDA_CHECK(cudaMemset(dp->grad[g], 0, l.total * sizeof(float)));
         CUDA_CHECK(cudaMallocHost(&dp->h_slices[g], (size_t)n_train * sizeof(int)));
-        for (int k = 0; k <= buckets; k++) CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
+        for (int k = 0; k < dp_ready_events(dp); k++) CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[g], cudaEventDisableTiming));
         dp->n_local[g] = dp_cut_order(NULL, n_train, batch, c->gpus, g, NULL);
     }
@@ -225,7 +228,7 @@ static void dp_destroy(DataParallel *dp)
         trainer_destroy(&dp->rep[g]);
         CUDA_CHECK(cudaFree(dp->grad[g]));
         CUDA_CHECK(cudaFreeHost(dp->h_slices[g]));
-        for (int k = 0; k <= dp->buckets; k++) CUDA_CHECK(cudaEventDestroy(dp->ready[g][k]));
+        for (int k = 0; k < dp_ready_events(dp); k++) CUDA_CHECK(cudaEventDestroy(dp->ready[g][k]));
         CUDA_CHECK(cudaEventDestroy(dp->reduced[g]));
     }
     CUDA_CHECK(cudaSetDevice(0));
@@ -355,7 +358,7 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
                 int rows = dp_slice(dp, s, g).rows;
                 if (rows > 0) dp_dw1_rows(dp, g, rows, r0, r1, k);
                 if (g == 0 && k == K - 1) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
-                dp_hand_over(dp, g, k + 1);
+                dp_hand_over(dp, g, k);
                 if (g == 0 && k == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
             }
             size_t first = l->w1 + (size_t)r0 * H, end = k == K - 1 ? l->total : l->w1 + (size_t)r1 * H;

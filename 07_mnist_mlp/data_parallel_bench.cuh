@@ -162,7 +162,7 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     DpBenchResult plain = N > 1 ? dp_bench_run(all, d, n_train, N * b, H, 0, p0, o->seed, gpu, timeline) : one;
     DpBenchResult buckets = K ? dp_bench_run(all, d, n_train, N * b, H, K, p0, o->seed, gpu, timeline) : none;
     TrainResult opt = dp_bench_one_gpu(d, n_train, b, H, p0, o->seed, gpu);
-    size_t grad = l.total, bytes = grad * sizeof(float), pieces[DP_MAX_BUCKETS + 1];
+    size_t grad = l.total, bytes = grad * sizeof(float), pieces[DP_MAX_BUCKETS];
     int edge[DP_MAX_BUCKETS + 1];
     dp_bucket_rows(K, edge);
     for (int k = 0; k < K; k++) pieces[k] = (size_t)(edge[k + 1] - edge[k]) * H;
