@@ -34,6 +34,10 @@
  * sgemm_thin.cuh
  *   sgemm_thin_m         32x128 tiles, for C with few rows (a 64-row tile would be mostly empty)
  *   sgemm_thin_n         128x32 tiles, for C with few columns
+ *   sgemm_thin_n_8x8     128x64 tiles, 8x8 per thread, for C with 33 to 64 columns
+ * sgemm_gemv.cuh
+ *   sgemm_gemv           no tiles: B streamed once, for C with at most 8 rows (M = 1: a
+ *                        matrix-vector product)
  * sgemm_model.h           (plain C) the model sgemm_best chooses by: waves, occupancy, the
  *                        remainder wave, a measured efficiency per tile
  * sgemm_best.cuh
@@ -76,8 +80,8 @@
  *
  *     sgemm_best(...)  same signature: runs each shape the way the model of sgemm_model.h
  *                      predicts fastest on this GPU: one of the tiles of hopper,
- *                      splitk_8x8, hopper_small, thin_m or thin_n, split-K or not, the
- *                      rows that fill whole waves apart from the rest, B copied into
+ *                      splitk_8x8, hopper_small, thin_m, thin_n or thin_n_8x8, split-K or not, or
+ *                      gemv for C of at most 8 rows, the rows that fill whole waves apart from the rest, B copied into
  *                      padded rows when N % 4 != 0 (see the chapter README's "Any shape").
  *                      Use this one. For the padded B it keeps one device buffer, made on
  *                      the first call that needs one (never during a graph capture) and
@@ -97,6 +101,7 @@
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
 #include "sgemm_thin.cuh"
+#include "sgemm_gemv.cuh"
 #include "sgemm_best.cuh"
 
 #include "tc_wmma.cuh"

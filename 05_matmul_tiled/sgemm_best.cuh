@@ -1,10 +1,11 @@
 /* Chapter 05, sgemm_best: the launcher to call (chapter 07 does). For each shape it asks
  * the model of sgemm_model.h which way to run it is fastest on this GPU, and runs that:
- *   - one of five tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
- *     hopper_small's 64x64, thin_m's 32x128 and thin_n's 128x32;
+ *   - one of six tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
+ *     hopper_small's 64x64, thin_m's 32x128, thin_n's 128x32 and thin_n_8x8's 128x64;
  *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs;
  *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
  *     left over (the remainder wave) with whatever suits them;
+ *   - gemv's untiled kernel for a C of at most 8 rows (sgemm_gemv.cuh);
  *   - and, before any of it, B copied into rows padded to a multiple of 4 floats when N is
  *     not one and the product is large enough to pay for the copy (16-byte copies of B).
  * The model needs the GPU's SM count, clock and memory bandwidth and each kernel's
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 
 #include "sgemm_common.cuh"
+#include "sgemm_gemv.cuh"
 #include "sgemm_model.h"
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
@@ -28,7 +30,7 @@ typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float 
 static const SgemmTileLauncher SGEMM_TILE_LAUNCHERS[SGEMM_NTILES] = {
     sgemm_pipelined_launch<SgemmHopperCfg>, sgemm_pipelined_launch<SgemmSplitWideCfg>,
     sgemm_pipelined_launch<SgemmSmallCfg>, sgemm_pipelined_launch<SgemmThinMCfg>,
-    sgemm_pipelined_launch<SgemmThinNCfg>};
+    sgemm_pipelined_launch<SgemmThinNCfg>, sgemm_pipelined_launch<SgemmThinN8x8Cfg>};
 
 /* The tile's geometry as compiled (sweep.sh rebuilds hopper with other values), and the
  * blocks per SM of its unsplit and split kernels. */
@@ -66,6 +68,7 @@ static inline const SgemmMachine *sgemm_best_machine(void)
     sgemm_best_tile<SgemmSmallCfg>(&m, SGEMM_TILE_SMALL);
     sgemm_best_tile<SgemmThinMCfg>(&m, SGEMM_TILE_THIN_M);
     sgemm_best_tile<SgemmThinNCfg>(&m, SGEMM_TILE_THIN_N);
+    sgemm_best_tile<SgemmThinN8x8Cfg>(&m, SGEMM_TILE_THIN_N_8X8);
     ready = true;
     return &m;
 }
@@ -166,6 +169,10 @@ static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, 
                               float beta, float *C)
 {
     SgemmPlan p = sgemm_best_plan_for(M, N, K, beta, B);
+    if (p.gemv_splits > 0) {
+        sgemm_gemv_rows(M, N, K, alpha, A, B, beta, C);
+        return;
+    }
     int ldb = N;
     if (p.pack_b) {
         int ld = (N + 3) / 4 * 4;

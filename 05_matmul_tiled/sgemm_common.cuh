@@ -79,26 +79,41 @@ __device__ __forceinline__ float4 sgemm_load4(const float *base, int row, int co
     return v;
 }
 
-/* Writes alpha*acc + beta*C for 4 neighbouring outputs of row m starting at column n:
- * one 16-byte load/store when allowed, else element by element inside the matrix. */
-__device__ __forceinline__ void sgemm_store4(float *C, int m, int n, int M, int N, bool vec,
-                                             float alpha, float beta, const float *acc)
+/* Writes the 4 neighbouring outputs v of row m from column n: one 16-byte store when
+ * allowed, else element by element inside the matrix. */
+__device__ __forceinline__ void sgemm_write4(float *C, int m, int n, int M, int N, bool vec, float4 v)
 {
     if (m >= M) return;
     float *c = C + (size_t)m * N + n;
     if (vec && n + 3 < N) {
-        float4 v = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
-        if (beta != 0.0f) {
-            float4 old = *(const float4 *)c;
-            v.x += beta * old.x;
-            v.y += beta * old.y;
-            v.z += beta * old.z;
-            v.w += beta * old.w;
-        }
         *(float4 *)c = v;
         return;
     }
-    for (int q = 0; q < 4 && n + q < N; q++) c[q] = sgemm_axpby(alpha, acc[q], beta, c + q);
+    const float w[4] = {v.x, v.y, v.z, v.w};
+    for (int q = 0; q < 4 && n + q < N; q++) c[q] = w[q];
+}
+
+/* alpha * acc[0..3] + beta * old (old not used when beta == 0: it may be garbage). */
+__device__ __forceinline__ float4 sgemm_axpby4(float alpha, const float *acc, float beta, float4 old)
+{
+    float4 v = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
+    if (beta != 0.0f) {
+        v.x += beta * old.x;
+        v.y += beta * old.y;
+        v.z += beta * old.z;
+        v.w += beta * old.w;
+    }
+    return v;
+}
+
+/* Writes alpha*acc + beta*C for 4 neighbouring outputs of row m starting at column n,
+ * reading them first (beta != 0 only). */
+__device__ __forceinline__ void sgemm_store4(float *C, int m, int n, int M, int N, bool vec,
+                                             float alpha, float beta, const float *acc)
+{
+    float4 old = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (beta != 0.0f) old = sgemm_load4(C, m, n, M, N, vec);
+    sgemm_write4(C, m, n, M, N, vec, sgemm_axpby4(alpha, acc, beta, old));
 }
 
 #endif

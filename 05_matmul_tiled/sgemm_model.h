@@ -29,6 +29,13 @@
  * 4-byte ones: SGEMM_UNALIGNED_B of the efficiency, unless B is first copied into a
  * buffer with rows padded to a multiple of 4 (a copy of B through DRAM and a launch).
  *
+ * GEMV. A C of at most SGEMM_GEMV_ROWS rows can also run untiled (sgemm_gemv.cuh): B
+ * streamed once, M FMAs per float of it, far below the FMA peak, so the time is that of
+ * moving A, B and C through DRAM at SGEMM_GEMV_DRAM_SHARE of the peak, plus a fixed
+ * SGEMM_GEMV_FIXED_US, plus split-K's atomics and C = beta * C pass when K is cut into
+ * ranges. Both numbers are guesses until the sweep measures them, so gemv must win by
+ * SGEMM_PLAN_MARGIN.
+ *
  * THE ROW SPLIT. Where the remainder wave is the problem, the first rows of C, as many
  * tile rows as fill whole waves of one tile, run in one launch, and the rows left over in
  * a second launch with whatever the model picks for them (often split-K, which spreads a
@@ -66,15 +73,18 @@ typedef struct {
  * - thin_m and thin_n (32x128 and 128x32, 8x4 outputs a thread, 4 warps): not measured
  *   yet; 45% and 48 k steps are a guess from their shared loads per FMA (three float4 per
  *   32 FMAs, against hopper_small's two per 16), and `guessed` makes them win only by
- *   SGEMM_PLAN_MARGIN until the sweep has measured them. */
+ *   SGEMM_PLAN_MARGIN until the sweep has measured them.
+ * - thin_n_8x8 (128x64, 8x8 outputs a thread, 4 warps): splitk_8x8's tile on its side;
+ *   its 70% and 32 k steps are splitk_8x8's, guessed likewise. */
 enum { SGEMM_TILE_HOPPER, SGEMM_TILE_WIDE, SGEMM_TILE_SMALL, SGEMM_TILE_THIN_M,
-       SGEMM_TILE_THIN_N, SGEMM_NTILES };
+       SGEMM_TILE_THIN_N, SGEMM_TILE_THIN_N_8X8, SGEMM_NTILES };
 static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
     {"hopper", "hopper split-K", 128, 256, 32, 8, 0.81, 512, 0},
     {"splitk_8x8", "splitk_8x8", 64, 128, 16, 4, 0.70, 32, 0},
     {"hopper_small", "splitk", 64, 64, 16, 8, 0.37, 32, 0},
     {"thin_m", "thin_m split-K", 32, 128, 16, 4, 0.40, 48, 1},
     {"thin_n", "thin_n split-K", 128, 32, 16, 4, 0.40, 48, 1},
+    {"thin_n_8x8", "thin_n_8x8 split-K", 128, 64, 16, 4, 0.70, 32, 1},
 };
 
 /* Efficiency of the pipelined kernels when B's rows cannot be copied 16 bytes at a time:
@@ -89,6 +99,12 @@ static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
 #define SGEMM_TIE 0.05
 /* Most K ranges a split-K launch may have. */
 #define SGEMM_MAX_SPLITS 64
+/* gemv: C with at most this many rows, and the share of the DRAM peak it streams B at. */
+#define SGEMM_GEMV_ROWS 8
+#define SGEMM_GEMV_DRAM_SHARE 0.80
+/* ... and what any gemv launch costs besides: a block's first trip to DRAM, the sums of its
+ * 8 warps and its store (the tiles' fixed cost on a tiny shape comes to about as much). */
+#define SGEMM_GEMV_FIXED_US 2.0
 /* Warps an SM needs to keep its FMA pipes busy (hopper runs 8 at 80% of the peak). */
 #define SGEMM_WARPS_TO_FILL 8
 
@@ -110,11 +126,13 @@ typedef struct {
 } SgemmPart;
 
 /* What sgemm_best runs: rows [0, top_rows) with `top` (no split), the rest with `rest`
- * (top_rows == 0: all of C with `rest`), after copying B into padded rows if pack_b. */
+ * (top_rows == 0: all of C with `rest`), after copying B into padded rows if pack_b; or,
+ * if gemv_splits > 0, none of that but sgemm_gemv.cuh's kernel with K in that many ranges. */
 typedef struct {
     int top_rows;
     SgemmPart top, rest;
     int pack_b;
+    int gemv_splits;
     double us; /* the prediction */
 } SgemmPlan;
 
@@ -203,6 +221,7 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
     SgemmPlan plan;
     plan.top_rows = 0;
     plan.pack_b = 0;
+    plan.gemv_splits = 0;
     plan.top.tile = -1, plan.top.splits = 1, plan.top.us = 0.0;
     plan.rest = sgemm_model_best_part(m, M, N, K, beta_one, beta_zero, b_fast);
     plan.us = plan.rest.us;
@@ -230,8 +249,36 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
     return plan;
 }
 
+/* gemv's K ranges for an N x K B: about 16 of its 128-column blocks per SM, each range at
+ * least 64 k long (sgemm_gemv.cuh launches exactly this many). */
+static inline int sgemm_model_gemv_splits(int N, int K, int sms)
+{
+    long long col_blocks = sgemm_model_ceil(N, 128);
+    long long want = sgemm_model_ceil(16LL * sms, col_blocks), most = sgemm_model_ceil(K, 64);
+    long long splits = want < most ? want : most;
+    if (splits < 1) splits = 1;
+    long long range = sgemm_model_ceil(K, splits);
+    return (int)sgemm_model_ceil(K, range); /* no empty range */
+}
+
+/* Predicted microseconds of gemv on M x N x K (M <= SGEMM_GEMV_ROWS). */
+static inline double sgemm_model_gemv_us(const SgemmMachine *m, int M, int N, int K, int beta_one,
+                                         int beta_zero)
+{
+    int splits = sgemm_model_gemv_splits(N, K, m->sms);
+    double mn = (double)M * N;
+    double bytes = 4.0 * ((double)M * K + (double)K * N + mn * (beta_zero ? 1.0 : 2.0));
+    double us = SGEMM_GEMV_FIXED_US + bytes / (m->dram_bytes_per_us * SGEMM_GEMV_DRAM_SHARE);
+    if (splits > 1) {
+        us += 4.0 * mn * splits / m->dram_bytes_per_us;
+        if (!beta_one) us += m->launch_us + 8.0 * mn / m->dram_bytes_per_us;
+    }
+    return us;
+}
+
 /* sgemm_best's plan: as above, and where B's rows do not allow 16-byte copies, also with
- * B first copied into padded rows; the faster of the two. */
+ * B first copied into padded rows; the faster of the two; and for a C of at most
+ * SGEMM_GEMV_ROWS rows, gemv instead if it is faster still by SGEMM_PLAN_MARGIN. */
 static inline SgemmPlan sgemm_model_plan(const SgemmMachine *m, int M, int N, int K, float beta,
                                          int b_aligned)
 {
@@ -244,6 +291,14 @@ static inline SgemmPlan sgemm_model_plan(const SgemmMachine *m, int M, int N, in
         packed.pack_b = 1;
         if (packed.us < (1.0 - SGEMM_PLAN_MARGIN) * plan.us) plan = packed;
     }
+    if (M <= SGEMM_GEMV_ROWS) {
+        double gemv = sgemm_model_gemv_us(m, M, N, K, beta_one, beta_zero);
+        if (gemv < (1.0 - SGEMM_PLAN_MARGIN) * plan.us) {
+            plan.gemv_splits = sgemm_model_gemv_splits(N, K, m->sms);
+            plan.pack_b = 0;
+            plan.us = gemv;
+        }
+    }
     return plan;
 }
 
@@ -253,6 +308,11 @@ static inline const char *sgemm_model_describe(const SgemmMachine *m, const Sgem
 {
     const SgemmTile *r = &m->tiles[p->rest.tile];
     int used = 0;
+    if (p->gemv_splits > 0) {
+        if (p->gemv_splits > 1) snprintf(buf, len, "gemv with %d splits", p->gemv_splits);
+        else snprintf(buf, len, "gemv");
+        return buf;
+    }
     if (p->pack_b) used += snprintf(buf + used, len - used, "pack B, ");
     if (p->top_rows > 0 && used < len)
         used += snprintf(buf + used, len - used, "%s on rows 0-%d, then ",

@@ -1,6 +1,6 @@
 /* Chapter 05, thin_m and thin_n: the pipelined kernel of sgemm_pipelined.cuh with tiles 32
  * wide in one direction, for C with few rows (thin_m: 32x128 tiles) or few columns
- * (thin_n: 128x32). sgemm_best picks them through its model (sgemm_model.h).
+ * (thin_n: 128x32), and thin_n_8x8 (128x64, below). sgemm_best picks them through its model (sgemm_model.h).
  *
  * Why: every other tile is at least 64 wide both ways, and a tile computes all of its
  * outputs whether C has them or not. On a 16 x 8192 C with K = 8192 a 64-row tile does 4x
@@ -20,6 +20,12 @@
 
 typedef SgemmConfig<32, 128, 16, 4, 8, 8, 3> SgemmThinMCfg; /* warps of 8x4 threads, 4x8 each */
 typedef SgemmConfig<128, 32, 16, 8, 4, 4, 3> SgemmThinNCfg; /* warps of 4x8 threads, 8x4 each */
+/* thin_n_8x8: splitk_8x8's 64x128 tile turned on its side, 128x64 (4 warps of 32x64, 8x8
+ * outputs a thread), for C with 33 to 64 columns. thin_n's 32 columns cover such a C in
+ * two tile columns, so every row of A is read twice, and its 8x4 outputs a thread take
+ * three shared loads per 32 FMAs; here A is read once and a thread does 64 FMAs per four
+ * shared loads. On 5224 x 56 x 7391 thin_n (split-K 3) ran at 65% of cuBLAS. */
+typedef SgemmConfig<128, 64, 16, 8, 8, 4, 3> SgemmThinN8x8Cfg;
 
 static inline void sgemm_thin_m(int M, int N, int K, float alpha, const float *A, const float *B,
                                 float beta, float *C)
@@ -31,6 +37,12 @@ static inline void sgemm_thin_n(int M, int N, int K, float alpha, const float *A
                                 float beta, float *C)
 {
     sgemm_pipelined_launch<SgemmThinNCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
+}
+
+static inline void sgemm_thin_n_8x8(int M, int N, int K, float alpha, const float *A,
+                                    const float *B, float beta, float *C)
+{
+    sgemm_pipelined_launch<SgemmThinN8x8Cfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }
 
 #endif

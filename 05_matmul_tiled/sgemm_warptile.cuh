@@ -77,17 +77,42 @@ __device__ __forceinline__ void sgemm_thread_origin(int tid, int *row, int *col)
     *col = (warp % Cfg::WARPS_N) * Cfg::WN + (lane % Cfg::WTC) * 4;
 }
 
+/* The epilogue of steps 8-10: C = alpha acc + beta C for this thread's TM x TN outputs,
+ * EPI_ROWS of its rows at a time, all their loads of C before any of their stores. A load
+ * from C that comes after a store to C cannot be moved ahead of it (the two might be the
+ * same float), so reading and writing one float4 after the other (sgemm_store4, as step 6
+ * does) waited for one trip to DRAM per float4: 32 trips in a row for hopper's 8x16
+ * outputs, 128 on the element-by-element path of an odd N. With 32 loads in flight at a
+ * time it is 4. Nothing when K is 4096 and the main loop takes a millisecond; most of the
+ * kernel when K is 19 (the shape sweep's small-K products). */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float alpha, float beta,
                                                  bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
                                                  int m, int n)
 {
+    constexpr int PER_32 = 32 / Cfg::TN > 0 ? 32 / Cfg::TN : 1;
+    constexpr int EPI_ROWS = PER_32 < Cfg::TM ? PER_32 : Cfg::TM;
+    static_assert(Cfg::TM % EPI_ROWS == 0, "whole groups of rows");
 #pragma unroll
-    for (int i = 0; i < Cfg::TM; i++)
+    for (int i0 = 0; i0 < Cfg::TM; i0 += EPI_ROWS) {
+        float4 old[EPI_ROWS][Cfg::TN / 4];
 #pragma unroll
-        for (int j = 0; j < Cfg::TN / 4; j++)
-            sgemm_store4(C, m + (i / 4) * Cfg::WTR * 4 + i % 4, n + j * Cfg::WTC * 4, M, N, c_vec,
-                         alpha, beta, &acc[i][4 * j]);
+        for (int i = 0; i < EPI_ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < Cfg::TN / 4; j++) {
+                int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+                old[i][j] = beta != 0.0f ? sgemm_load4(C, r, n + j * Cfg::WTC * 4, M, N, c_vec)
+                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+        for (int i = 0; i < EPI_ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < Cfg::TN / 4; j++) {
+                int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+                sgemm_write4(C, r, n + j * Cfg::WTC * 4, M, N, c_vec,
+                             sgemm_axpby4(alpha, &acc[i0 + i][4 * j], beta, old[i][j]));
+            }
+    }
 }
 
 /* 8. warptile: step 7's loads (global -> registers -> transposed, padded shared tile) with

@@ -17,7 +17,8 @@ static void expect(int ok, const char *name)
 }
 
 /* 132 SMs, 128 FMA lanes at 1.98 GHz, 3.35 TB/s; blocks per SM of hopper (248 registers,
- * 149 KB), splitk_8x8 (127 registers x 128 threads), hopper_small (79 x 256), thin (95 x 128). */
+ * 149 KB), splitk_8x8 (127 registers x 128 threads), hopper_small (79 x 256), thin (95 x 128),
+ * thin_n_8x8 (as splitk_8x8). */
 static SgemmMachine hopper_gpu(void)
 {
     SgemmMachine m;
@@ -26,7 +27,7 @@ static SgemmMachine hopper_gpu(void)
     m.fma_per_us = 128 * 1980.0;
     m.dram_bytes_per_us = 3.35e6;
     m.launch_us = 2.0;
-    const int occ[SGEMM_NTILES] = {1, 4, 3, 5, 5};
+    const int occ[SGEMM_NTILES] = {1, 4, 3, 5, 5, 4};
     for (int t = 0; t < SGEMM_NTILES; t++) {
         m.tiles[t] = SGEMM_TILES[t];
         m.occupancy[t] = m.split_occupancy[t] = occ[t];
@@ -111,6 +112,10 @@ static void test_choices(void)
            "05 model: 4097^3 splits off the remainder wave's rows and pads B");
     p = plan(&m, 16, 8192, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_M, "05 model: 16x8192x8192 runs thin_m");
+    p = plan(&m, 1, 5371, 7158, -0.5f);
+    expect(p.gemv_splits > 1, "05 model: 1x5371x7158 (a matrix-vector product) runs gemv, K split");
+    p = plan(&m, 5224, 56, 7391, -0.5f);
+    expect(p.rest.tile == SGEMM_TILE_THIN_N_8X8, "05 model: 5224x56x7391 runs thin_n_8x8");
     p = plan(&m, 8192, 24, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_N, "05 model: 8192x24x8192 runs thin_n");
     m.occupancy[SGEMM_TILE_HOPPER] = m.split_occupancy[SGEMM_TILE_HOPPER] = 0;
