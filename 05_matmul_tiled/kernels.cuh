@@ -26,6 +26,7 @@
  *   sgemm_hopper         the same kernel with the sweep's parameters (sweep.sh): 128x256 tiles,
  *                        K slices of 32, 8x16 per thread, fragments prefetched across slices
  *   sgemm_hopper_small   a 64x64-tile instance for shapes too small to fill the GPU
+ * sgemm_staged_epilogue.cuh  (the plain epilogue through shared memory for an odd N, hopper's tile)
  * sgemm_splitk_epilogue.cuh  (split-K's atomic epilogues, used by the pipelined kernel)
  * sgemm_splitk.cuh
  *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
