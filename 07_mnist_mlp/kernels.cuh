@@ -137,11 +137,11 @@ static inline void launch_gather(const MlpSource *src, int start, int rows, cons
 
 /* ------------------------------------------------------------------ fused kernels */
 
-#define MLP_OUT_THREADS 128
+#define MLP_OUT_THREADS 256
 
-/* mlp_output_layer: one block of 128 threads per batch row. The bias and ReLU of the
+/* mlp_output_layer: one block of 256 threads per batch row. The bias and ReLU of the
  * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
- * stored), each thread takes hidden units k, k + 128, ... and accumulates the 10 dot
+ * stored), each thread takes hidden units k, k + 256, ... and accumulates the 10 dot
  * products with W2's rows, and chapter 03's warp sum adds them within each warp. Then
  * lanes 0-9 of warp 0 own one class each and finish the row with warp shuffles: bias,
  * the maximum and argmax, softmax, -log p[y], and when training dz2 = (p - onehot) /
@@ -149,7 +149,9 @@ static inline void launch_gather(const MlpSource *src, int start, int rows, cons
  * dz2) go to their totals by atomics. This one kernel replaces the bias and ReLU passes,
  * a GEMM with N = 10 (which leaves most of a 64-wide tile empty), the second bias pass,
  * softmax, the loss kernel, its sum and a column sum. (A single thread finishing the row
- * made every block wait for a serial chain of 20 exponentials: 10 lanes take one each.) */
+ * made every block wait for a serial chain of 20 exponentials: 10 lanes take one each. And
+ * 256 threads, not 128: at H = 1024 a thread's four units are one unrolled round of loads,
+ * one memory latency where 128 threads waited for two.) */
 template <bool TRAIN>
 __global__ void __launch_bounds__(MLP_OUT_THREADS)
 mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2, const int *y, int hidden,
@@ -258,19 +260,20 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
     int r0 = blockIdx.y * rows_per_block, j = blockIdx.x * MLP_BACK_COLS + tx;
     int nrows = rows - r0 < rows_per_block ? rows - r0 : rows_per_block;
     if (cursor && tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) *cursor += rows;
-    for (int i = tid; i < nrows * MLP_CLASSES; i += MLP_BACK_COLS * MLP_BACK_GROUPS)
-        s_dz2[i / MLP_CLASSES][i % MLP_CLASSES] = dz2[(size_t)r0 * MLP_CLASSES + i];
-    __syncthreads();
     int per_thread = (rows_per_block + MLP_BACK_GROUPS - 1) / MLP_BACK_GROUPS, first = g * per_thread;
     int mine = j < hidden ? min(per_thread, nrows - first) : 0;
     float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = j < hidden ? b1[j] : 0.0f;
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) { w[c] = j < hidden ? w2[(size_t)j * MLP_CLASSES + c] : 0.0f; gw[c] = 0.0f; }
-    /* all of this thread's z1 loads first, back to back: one memory latency, not one a row */
+    /* all of this thread's loads first, back to back, dz2's into shared memory among them:
+     * one memory latency before the barrier, not one for dz2 and another for z1 after it */
     float zr[MLP_BACK_THREAD_ROWS], column[MLP_BACK_THREAD_ROWS];
 #pragma unroll
     for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++)
         if (r < mine) zr[r] = z1[(size_t)(r0 + first + r) * hidden + j];
+    for (int i = tid; i < nrows * MLP_CLASSES; i += MLP_BACK_COLS * MLP_BACK_GROUPS)
+        s_dz2[i / MLP_CLASSES][i % MLP_CLASSES] = dz2[(size_t)r0 * MLP_CLASSES + i];
+    __syncthreads();
 #pragma unroll
     for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++) {
         if (r >= mine) break;
