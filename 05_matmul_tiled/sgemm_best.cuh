@@ -165,10 +165,12 @@ static inline SgemmPlan sgemm_best_plan_for(int M, int N, int K, float beta, con
     return sgemm_best_plan(M, N, K, beta, N % 4 == 0 && sgemm_aligned16(B));
 }
 
-static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,
-                              float beta, float *C)
+/* Runs plan p for this shape: the model's (sgemm_best below), or another one a caller has
+ * chosen for the same shape (chapter 07 times a few inside a CUDA graph: gemm_tune.cuh). */
+static inline void sgemm_best_run(const SgemmPlan *plan, int M, int N, int K, float alpha, const float *A,
+                                  const float *B, float beta, float *C)
 {
-    SgemmPlan p = sgemm_best_plan_for(M, N, K, beta, B);
+    SgemmPlan p = *plan;
     if (p.gemv_splits > 0) {
         sgemm_gemv_rows(M, N, K, alpha, A, B, beta, C);
         return;
@@ -183,6 +185,13 @@ static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, 
         SGEMM_TILE_LAUNCHERS[p.top.tile](p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
     SGEMM_TILE_LAUNCHERS[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B,
                                       ldb, beta, C + (size_t)p.top_rows * N, p.rest.splits);
+}
+
+static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,
+                              float beta, float *C)
+{
+    SgemmPlan p = sgemm_best_plan_for(M, N, K, beta, B);
+    sgemm_best_run(&p, M, N, K, alpha, A, B, beta, C);
 }
 
 #endif

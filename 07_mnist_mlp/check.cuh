@@ -205,6 +205,7 @@ static int check_precision(const Impl *impl)
 
 static int run_checks(const Options *o)
 {
+    gemm_tune_off = 1;
     static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {256, 1024}};
     int n = o->nsizes ? o->nsizes : 3, fails = 0;
     printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer against\n"

@@ -19,6 +19,7 @@
 
 #include "common/cuda_utils.cuh"
 #include "common/host.h"
+#include "gemm_tune.cuh"
 #include "kernels.cuh"
 
 typedef struct Trainer Trainer;
@@ -103,6 +104,8 @@ struct Trainer {
     float *step_loss, *h_step_loss, *eval_loss;
     cudaGraphExec_t step_exec[2], epoch_exec;
     void *own;                       /* the family's own buffers (StepFamily.create) */
+    TunedGemm tuned[2];              /* the fused step's two products' plans, timed (gemm_tune.cuh) */
+    int n_tuned;
 };
 
 static cublasHandle_t CUBLAS = NULL;
@@ -126,7 +129,16 @@ static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const
 static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
 {
     if (t->impl->gemm == GEMM_NAIVE) sgemm_naive(M, N, K, alpha, A, B, beta, C);
-    else if (t->impl->gemm == GEMM_BEST) sgemm_best(M, N, K, alpha, A, B, beta, C);
+    else if (t->impl->gemm == GEMM_BEST) {
+        for (int i = 0; i < t->n_tuned; i++) {
+            const TunedGemm *g = &t->tuned[i];
+            if (g->M == M && g->N == N && g->K == K && beta == 1.0f) {
+                sgemm_best_run(&g->plan, M, N, K, alpha, A, B, beta, C);
+                return;
+            }
+        }
+        sgemm_best(M, N, K, alpha, A, B, beta, C);
+    }
     else if (t->impl->gemm == GEMM_CUBLAS) sgemm_cublas(M, N, K, alpha, A, B, beta, C);
     else { fprintf(stderr, "internal error: trainer %s has no fp32 products\n", t->impl->name); exit(1); }
 }
@@ -172,6 +184,21 @@ static void draw_next_order(Trainer *t)
 {
     memcpy(t->h_next_order, t->h_order, (size_t)t->n_train * sizeof(int));
     mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
+}
+
+/* The fused step's two products, x W1 (batch x H x 784) and xt dz1 (784 x H x batch), get
+ * the plans that run fastest inside a graph (gemm_tune.cuh), timed on the trainer's own
+ * buffers, zeroed first (the parameters are uploaded later). */
+static void tune_products(Trainer *t)
+{
+    size_t bx = (size_t)t->batch * IDX_PIXELS, bh = (size_t)t->batch * t->hidden;
+    CUDA_CHECK(cudaMemset(t->x, 0, bx * sizeof(float)));
+    CUDA_CHECK(cudaMemset(t->xt, 0, bx * sizeof(float)));
+    CUDA_CHECK(cudaMemset(t->dz1, 0, bh * sizeof(float)));
+    CUDA_CHECK(cudaMemset(t->params, 0, t->l.total * sizeof(float)));
+    t->tuned[0] = gemm_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, t->x, t->params + t->l.w1);
+    t->tuned[1] = gemm_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, t->xt, t->dz1);
+    t->n_tuned = 2;
 }
 
 static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train, int n_train,
@@ -230,6 +257,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->h_step_loss = (float *)xmalloc((size_t)steps * sizeof(float));
     CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
     if (impl->family->create) impl->family->create(t);
+    if (impl->gemm == GEMM_BEST && impl->family->fused) tune_products(t);
 }
 
 static void trainer_set_params(Trainer *t, const float *host_params, float lr, float mu)

@@ -1,0 +1,114 @@
+/* Chapter 07: the plans of the fused step's two products, chosen by timing them inside a
+ * CUDA graph. Chapter 05's model picks a tile and a split count from each product's shape,
+ * fitted to products timed one launch at a time, where a launch costs about 2 us and every
+ * extra block of a split costs its share. Inside the epoch graph a launch costs about 1 us,
+ * and the model's choice is not the fastest there (profile_records.txt, section 10: at batch
+ * 32, thin_m's 32-row tile split 25 ways beats splitk_8x8's half-empty 64-row one by 0.8 us
+ * a step; at batch 256, 13 and 4 K ranges beat the model's 7 and 2 by about 2 us). So, as
+ * torch.compile's max-autotune does for its kernels, a trainer times a few plans next to the
+ * model's, each as 20 launches in a row captured in one graph, and keeps the fastest. Any
+ * plan computes the same product (only the order of the sums changes), so the choice can
+ * only change the time. A product the model gives to gemv, to two launches or to a padded
+ * B keeps the model's plan. */
+#ifndef CH07_GEMM_TUNE_CUH
+#define CH07_GEMM_TUNE_CUH
+
+#include <stdio.h>
+
+#include "05_matmul_tiled/kernels.cuh"
+#include "common/cuda_utils.cuh"
+
+#define GEMM_TUNE_LAUNCHES 20
+#define GEMM_TUNE_REPLAYS 3
+#define GEMM_TUNE_MAX 12
+
+/* --check sets it: its trainers keep the model's plans (the other plans are other tiles and
+ * split counts of chapter 05's kernels; timing them under compute-sanitizer takes minutes). */
+static int gemm_tune_off = 0;
+
+/* One product's shape and the plan it runs. */
+typedef struct {
+    int M, N, K;
+    SgemmPlan plan;
+} TunedGemm;
+
+/* Microseconds of one launch of plan p: the best of GEMM_TUNE_REPLAYS replays of a graph of
+ * GEMM_TUNE_LAUNCHES launches (C += A B each, into scratch C), divided by the launches. */
+static double gemm_tune_time(const SgemmPlan *p, int M, int N, int K, const float *A, const float *B, float *C)
+{
+    sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C); /* one-time set-up, outside the capture */
+    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < GEMM_TUNE_LAUNCHES; i++) sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C);
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaGraphLaunch(exec, cudaStreamPerThread)); /* warm */
+    float best = 1e30f;
+    for (int r = 0; r < GEMM_TUNE_REPLAYS; r++) {
+        CUDA_CHECK(cudaEventRecord(start, cudaStreamPerThread));
+        CUDA_CHECK(cudaGraphLaunch(exec, cudaStreamPerThread));
+        CUDA_CHECK(cudaEventRecord(stop, cudaStreamPerThread));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (ms < best) best = ms;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return best * 1e3 / GEMM_TUNE_LAUNCHES;
+}
+
+/* The plans tried next to the model's p0: its tile and three others (splitk_8x8's 64x128,
+ * thin_m's 32x128, hopper_small's 64x64), each with p0's split count, half and twice it. */
+static int gemm_tune_candidates(const SgemmPlan *p0, SgemmPlan *out)
+{
+    const SgemmMachine *m = sgemm_best_machine();
+    const int tiles[] = {p0->rest.tile, SGEMM_TILE_WIDE, SGEMM_TILE_THIN_M, SGEMM_TILE_SMALL};
+    int s = p0->rest.splits, splits[] = {s, s / 2, 2 * s}, n = 0;
+    for (int a = 0; a < 4; a++) {
+        if (m->occupancy[tiles[a]] <= 0 || (a > 0 && tiles[a] == p0->rest.tile)) continue;
+        for (int b = 0; b < 3 && n < GEMM_TUNE_MAX; b++) {
+            if (splits[b] < 1 || (b > 0 && splits[b] == s)) continue;
+            SgemmPlan c = *p0;
+            c.rest.tile = tiles[a];
+            c.rest.splits = splits[b];
+            out[n++] = c;
+        }
+    }
+    return n;
+}
+
+/* The fastest of the candidates for C (M x N) += A (M x K) B, timed on the given operands
+ * into a scratch C; prints what it chose next to the model's choice. */
+static TunedGemm gemm_tune(const char *who, int M, int N, int K, const float *A, const float *B)
+{
+    TunedGemm t = {M, N, K, sgemm_best_plan_for(M, N, K, 1.0f, B)};
+    const SgemmPlan p0 = t.plan;
+    if (gemm_tune_off || p0.gemv_splits > 0 || p0.top_rows > 0 || p0.pack_b) return t;
+    SgemmPlan cand[GEMM_TUNE_MAX];
+    int n = gemm_tune_candidates(&p0, cand);
+    float *C = NULL;
+    CUDA_CHECK(cudaMalloc(&C, (size_t)M * N * sizeof(float)));
+    CUDA_CHECK(cudaMemset(C, 0, (size_t)M * N * sizeof(float)));
+    double best_us = 0.0, model_us = 0.0;
+    for (int i = 0; i < n; i++) {
+        double us = gemm_tune_time(&cand[i], M, N, K, A, B, C);
+        if (i == 0) model_us = us;
+        if (i == 0 || us < best_us) best_us = us, t.plan = cand[i];
+    }
+    CUDA_CHECK(cudaFree(C));
+    char chosen[96], model[96];
+    sgemm_model_describe(sgemm_best_machine(), &t.plan, chosen, sizeof chosen);
+    sgemm_model_describe(sgemm_best_machine(), &p0, model, sizeof model);
+    printf("  %s: %dx%dx%d in a graph: %s, %.2f us (the model's %s: %.2f us)\n", who, M, N, K, chosen, best_us,
+           model, model_us);
+    return t;
+}
+
+#endif
