@@ -9,17 +9,7 @@
 
 /* ------------------------------------------------------------------ graphs */
 
-static void begin_capture(void) { CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal)); }
-
-static cudaGraphExec_t end_capture(void)
-{
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
-    CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &g));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    CUDA_CHECK(cudaGraphDestroy(g));
-    return exec;
-}
+/* (begin_capture and end_capture: gemm_tune.cuh, which times the products in graphs too) */
 
 static void reset_epoch_counters(Trainer *t)
 {

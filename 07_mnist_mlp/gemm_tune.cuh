@@ -32,36 +32,35 @@ typedef struct {
     SgemmPlan plan;
 } TunedGemm;
 
-/* Microseconds of one launch of plan p: the best of GEMM_TUNE_REPLAYS replays of a graph of
- * GEMM_TUNE_LAUNCHES launches (C += A B each, into scratch C), divided by the launches. */
-static double gemm_tune_time(const SgemmPlan *p, int M, int N, int K, const float *A, const float *B, float *C)
+/* Stream capture on the per-thread default stream (where every launch of the chapter
+ * goes), and the executable graph of what was captured; epochs.cuh builds the step and
+ * epoch graphs with the same two. */
+static void begin_capture(void) { CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal)); }
+
+static cudaGraphExec_t end_capture(void)
 {
-    sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C); /* one-time set-up, outside the capture */
-    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < GEMM_TUNE_LAUNCHES; i++) sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C);
     cudaGraph_t g;
     cudaGraphExec_t exec;
     CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &g));
     CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    CUDA_CHECK(cudaGraphLaunch(exec, cudaStreamPerThread)); /* warm */
-    float best = 1e30f;
-    for (int r = 0; r < GEMM_TUNE_REPLAYS; r++) {
-        CUDA_CHECK(cudaEventRecord(start, cudaStreamPerThread));
-        CUDA_CHECK(cudaGraphLaunch(exec, cudaStreamPerThread));
-        CUDA_CHECK(cudaEventRecord(stop, cudaStreamPerThread));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        if (ms < best) best = ms;
-    }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    CUDA_CHECK(cudaGraphExecDestroy(exec));
     CUDA_CHECK(cudaGraphDestroy(g));
-    return best * 1e3 / GEMM_TUNE_LAUNCHES;
+    return exec;
+}
+
+static void gemm_tune_replay(void *exec) { CUDA_CHECK(cudaGraphLaunch(*(cudaGraphExec_t *)exec, cudaStreamPerThread)); }
+
+/* Microseconds of one launch of plan p: the median of GEMM_TUNE_REPLAYS replays (after one
+ * to warm up) of a graph of GEMM_TUNE_LAUNCHES launches (C += A B each, into scratch C),
+ * divided by the launches. */
+static double gemm_tune_time(const SgemmPlan *p, int M, int N, int K, const float *A, const float *B, float *C)
+{
+    sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C); /* one-time set-up, outside the capture */
+    begin_capture();
+    for (int i = 0; i < GEMM_TUNE_LAUNCHES; i++) sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C);
+    cudaGraphExec_t exec = end_capture();
+    float ms = time_median_ms(gemm_tune_replay, &exec, 1, GEMM_TUNE_REPLAYS);
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    return ms * 1e3 / GEMM_TUNE_LAUNCHES;
 }
 
 /* The plans tried next to the model's p0: its tile and three others (splitk_8x8's 64x128,
