@@ -48,6 +48,15 @@ static inline void tc_best(int M, int N, int K, float alpha, const T *A, const T
         tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
 }
 
+/* The split count tc_best gives this product where it takes tc_wgmma_splitk; 0 where it
+ * takes another path. (Chapter 07 times the counts around it inside its epoch's graph.) */
+template <typename T>
+static inline int tc_best_splits(int M, int N, int K, const T *A, const T *Bt)
+{
+    if (!tc_use_wgmma(K, A, Bt) || tc_big_tile_waves(M, N) >= 0.5) return 0;
+    return tc_wgmma_splits(M, N, K, TcWgType<T>::BK);
+}
+
 static inline void tc_best_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
                                 float *C)
 {

@@ -351,15 +351,23 @@ static inline void tc_wgmma_persistent_tf32(int M, int N, int K, float alpha, co
     tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
 }
 
-/* 64x128 tiles, K split into tc_wgmma_splits' grid layers (one layer: a plain store). */
+/* 64x128 tiles, K split into `splits` grid layers (one layer: a plain store); the launch
+ * rounds the count to one that leaves no layer empty. */
 template <typename T>
-static inline void tc_wgmma_splitk(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+static inline void tc_wgmma_splitk_by(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
+                                      float *C, int splits)
 {
-    int splits = tc_wgmma_splits(M, N, K, TcWgType<T>::BK);
-    if (splits == 1)
+    if (splits <= 1)
         tc_wgmma_ws_launch<T, 128, 1, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
     else
         tc_wgmma_ws_launch<T, 128, 1, TC_EPI_ADD>(M, N, K, alpha, A, Bt, beta, C, 0, splits);
+}
+
+/* The same with tc_wgmma_splits' count. */
+template <typename T>
+static inline void tc_wgmma_splitk(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+{
+    tc_wgmma_splitk_by(M, N, K, alpha, A, Bt, beta, C, tc_wgmma_splits(M, N, K, TcWgType<T>::BK));
 }
 static inline void tc_wgmma_splitk_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
                                         float beta, float *C)

@@ -9,7 +9,8 @@
  * model's, each as 20 launches in a row captured in one graph, and keeps the fastest. Any
  * plan computes the same product (only the order of the sums changes), so the choice can
  * only change the time. A product the model gives to gemv, to two launches or to a padded
- * B keeps the model's plan. */
+ * B keeps the model's plan. The tensor-core trainers' products (tc_tune, below) are timed
+ * the same way over the one choice chapter 05's wgmma split-K leaves: how many K ranges. */
 #ifndef CH07_GEMM_TUNE_CUH
 #define CH07_GEMM_TUNE_CUH
 
@@ -49,18 +50,41 @@ static cudaGraphExec_t end_capture(void)
 
 static void gemm_tune_replay(void *exec) { CUDA_CHECK(cudaGraphLaunch(*(cudaGraphExec_t *)exec, cudaStreamPerThread)); }
 
-/* Microseconds of one launch of plan p: the median of GEMM_TUNE_REPLAYS replays (after one
- * to warm up) of a graph of GEMM_TUNE_LAUNCHES launches (C += A B each, into scratch C),
- * divided by the launches. */
-static double gemm_tune_time(const SgemmPlan *p, int M, int N, int K, const float *A, const float *B, float *C)
+/* Microseconds of one launch(ctx): the median of GEMM_TUNE_REPLAYS replays (after one to
+ * warm up) of a graph of GEMM_TUNE_LAUNCHES launches in a row, divided by the launches. The
+ * first launch, outside the capture, does any one-time set-up. */
+static double graph_us_per_launch(void (*launch)(const void *), const void *ctx)
 {
-    sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C); /* one-time set-up, outside the capture */
+    launch(ctx);
     begin_capture();
-    for (int i = 0; i < GEMM_TUNE_LAUNCHES; i++) sgemm_best_run(p, M, N, K, 1.0f, A, B, 1.0f, C);
+    for (int i = 0; i < GEMM_TUNE_LAUNCHES; i++) launch(ctx);
     cudaGraphExec_t exec = end_capture();
     float ms = time_median_ms(gemm_tune_replay, &exec, 1, GEMM_TUNE_REPLAYS);
     CUDA_CHECK(cudaGraphExecDestroy(exec));
     return ms * 1e3 / GEMM_TUNE_LAUNCHES;
+}
+
+/* C += A B with plan p, into a scratch C. */
+typedef struct {
+    const SgemmPlan *p;
+    int M, N, K;
+    const float *A, *B;
+    float *C;
+} SgemmCall;
+
+static void sgemm_call(const void *ctx)
+{
+    const SgemmCall *c = (const SgemmCall *)ctx;
+    sgemm_best_run(c->p, c->M, c->N, c->K, 1.0f, c->A, c->B, 1.0f, c->C);
+}
+
+/* A zeroed M x N scratch C for the timings. */
+static float *gemm_tune_scratch(int M, int N)
+{
+    float *C = NULL;
+    CUDA_CHECK(cudaMalloc(&C, (size_t)M * N * sizeof(float)));
+    CUDA_CHECK(cudaMemset(C, 0, (size_t)M * N * sizeof(float)));
+    return C;
 }
 
 /* The plans tried next to the model's p0: its tile and three others (splitk_8x8's 64x128,
@@ -92,12 +116,11 @@ static TunedGemm gemm_tune(const char *who, int M, int N, int K, const float *A,
     if (gemm_tune_off || p0.gemv_splits > 0 || p0.top_rows > 0 || p0.pack_b) return t;
     SgemmPlan cand[GEMM_TUNE_MAX];
     int n = gemm_tune_candidates(&p0, cand);
-    float *C = NULL;
-    CUDA_CHECK(cudaMalloc(&C, (size_t)M * N * sizeof(float)));
-    CUDA_CHECK(cudaMemset(C, 0, (size_t)M * N * sizeof(float)));
+    float *C = gemm_tune_scratch(M, N);
     double best_us = 0.0, model_us = 0.0;
     for (int i = 0; i < n; i++) {
-        double us = gemm_tune_time(&cand[i], M, N, K, A, B, C);
+        SgemmCall call = {&cand[i], M, N, K, A, B, C};
+        double us = graph_us_per_launch(sgemm_call, &call);
         if (i == 0) model_us = us;
         if (i == 0 || us < best_us) best_us = us, t.plan = cand[i];
     }
@@ -107,6 +130,56 @@ static TunedGemm gemm_tune(const char *who, int M, int N, int K, const float *A,
     sgemm_model_describe(sgemm_best_machine(), &p0, model, sizeof model);
     printf("  %s: %dx%dx%d in a graph: %s, %.2f us (the model's %s: %.2f us)\n", who, M, N, K, chosen, best_us,
            model, model_us);
+    return t;
+}
+
+/* ---------------------------------------- the tensor-core products (tf32, bf16 trainers) */
+
+/* One tensor-core product's shape and its split count (0: tc_best's own choice, which is
+ * not split-K for this shape). */
+typedef struct {
+    int M, N, K, splits;
+} TunedTc;
+
+/* C += A . Bt^T with tc_wgmma_splitk_by(splits), into a scratch C. */
+template <typename T>
+struct TcCall {
+    int M, N, K, splits;
+    const T *A, *Bt;
+    float *C;
+};
+
+template <typename T>
+static void tc_call(const void *ctx)
+{
+    const TcCall<T> *c = (const TcCall<T> *)ctx;
+    tc_wgmma_splitk_by(c->M, c->N, c->K, 1.0f, c->A, c->Bt, 1.0f, c->C, c->splits);
+}
+
+/* Where tc_best splits K (tc_best_splits), every split count that gives a different number
+ * of K ranges, from 1 to one K-slice a range, timed in a graph; the fastest is kept. At
+ * B = 256 chapter 05's count (about two 64x128 blocks an SM, at least two K-slices a range)
+ * is the same kind of guess as the fp32 model's. */
+template <typename T>
+static TunedTc tc_tune(const char *who, int M, int N, int K, const T *A, const T *Bt)
+{
+    TunedTc t = {M, N, K, tc_best_splits(M, N, K, A, Bt)};
+    if (gemm_tune_off || t.splits == 0) return t;
+    int k_tiles = sgemm_ceil_div(K, TcWgType<T>::BK), model = t.splits, last = 0;
+    float *C = gemm_tune_scratch(M, N);
+    double best_us = 0.0, model_us = 0.0;
+    for (int s = 1; s <= k_tiles; s++) {
+        int ranges = sgemm_ceil_div(k_tiles, sgemm_ceil_div(k_tiles, s)); /* what the launch makes of s */
+        if (ranges == last && s != model) continue;
+        last = ranges;
+        TcCall<T> call = {M, N, K, s, A, Bt, C};
+        double us = graph_us_per_launch(tc_call<T>, &call);
+        if (s == model) model_us = us;
+        if (best_us == 0.0 || us < best_us) best_us = us, t.splits = s;
+    }
+    CUDA_CHECK(cudaFree(C));
+    printf("  %s: %dx%dx%d in a graph: wgmma split-K with %d splits, %.2f us (chapter 05's %d: %.2f us)\n", who, M,
+           N, K, t.splits, best_us, model, model_us);
     return t;
 }
 

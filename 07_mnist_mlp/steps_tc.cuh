@@ -33,6 +33,7 @@ struct TcBuffers {
     typename S::T *x, *xt; /* the batch and its transpose: bf16 copies, or the trainer's fp32 x, xt */
     typename S::T *w1t;    /* W1 transposed: H x 784 */
     typename S::T *dz1t;   /* dz1 transposed: H x batch (rows of this batch's length) */
+    TunedTc tuned[2];      /* the two products' split counts, timed (gemm_tune.cuh) */
 };
 
 template <typename S>
@@ -53,6 +54,26 @@ static void tc_create(Trainer *t)
     b->w1t = (T *)dalloc((size_t)t->hidden * IDX_PIXELS * sizeof(T));
     b->dz1t = (T *)dalloc((size_t)t->hidden * t->batch * sizeof(T));
     t->own = b;
+    /* the two products' split counts, timed on these buffers, zeroed first */
+    CUDA_CHECK(cudaMemset(b->x, 0, bx * sizeof(T)));
+    CUDA_CHECK(cudaMemset(b->xt, 0, bx * sizeof(T)));
+    CUDA_CHECK(cudaMemset(b->w1t, 0, (size_t)t->hidden * IDX_PIXELS * sizeof(T)));
+    CUDA_CHECK(cudaMemset(b->dz1t, 0, (size_t)t->hidden * t->batch * sizeof(T)));
+    b->tuned[0] = tc_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, b->x, b->w1t);
+    b->tuned[1] = tc_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, b->xt, b->dz1t);
+}
+
+/* C (M x N) += A (M x K) . Bt^T: with the tuned split count where this is a tuned shape,
+ * else chapter 05's tc_best (tc_gemm_acc). */
+template <typename S>
+static void tc_gemm(const Trainer *t, int M, int N, int K, const typename S::T *A, const typename S::T *Bt, float *C)
+{
+    for (const TunedTc &g : tc_buffers<S>(t)->tuned)
+        if (g.splits > 0 && g.M == M && g.N == N && g.K == K) {
+            tc_wgmma_splitk_by(M, N, K, 1.0f, A, Bt, 1.0f, C, g.splits);
+            return;
+        }
+    tc_gemm_acc(M, N, K, A, Bt, C);
 }
 
 template <typename S>
@@ -100,12 +121,12 @@ static void tc_launch(Trainer *t, int stage, int batch, float lr, float mu, int 
     MlpSource next = train_source(t);
     MlpBatchOf<S> dst = tc_batch<S>(t);
     switch (stage) {
-    case 0: tc_gemm_acc(batch, H, IDX_PIXELS, b->x, b->w1t, t->z1); break; /* z1 cleared by the gather */
+    case 0: tc_gemm<S>(t, batch, H, IDX_PIXELS, b->x, b->w1t, t->z1); break; /* z1 cleared by the gather */
     case 1: launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, cursor,
                                       t->batch, NULL); break;
     case 2: launch_hidden_backward<S>(t->z1, b1, t->dz2, W2, batch, H, b->dz1t, t->vel + l->w2, t->vel + l->b1,
                                       cursor); break;
-    case 3: tc_gemm_acc(IDX_PIXELS, H, batch, b->xt, b->dz1t, t->vel + l->w1); break;
+    case 3: tc_gemm<S>(t, IDX_PIXELS, H, batch, b->xt, b->dz1t, t->vel + l->w1); break;
     default: launch_update_tc<S>(t->params, t->vel, l, lr, mu, &next, t->cursor, t->n_train, t->batch, &dst, b->w1t);
     }
 }
@@ -131,7 +152,7 @@ static void tc_forward(Trainer *t, const MlpSource *src, int first, int rows)
     TcBuffers<S> *b = tc_buffers<S>(t);
     MlpBatchOf<S> dst = {b->x, NULL, t->y, t->z1, (size_t)rows * t->hidden};
     launch_gather(src, first, rows, &dst);
-    tc_gemm_acc(rows, t->hidden, IDX_PIXELS, b->x, b->w1t, t->z1);
+    tc_gemm<S>(t, rows, t->hidden, IDX_PIXELS, b->x, b->w1t, t->z1);
 }
 
 template <typename S>
