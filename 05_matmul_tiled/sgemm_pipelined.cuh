@@ -39,6 +39,14 @@ __device__ __forceinline__ void sgemm_cp_async16(float *dst, const float *src)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
 }
 
+/* valid == false copies nothing and writes 16 zero bytes (src must still be a valid address). */
+__device__ __forceinline__ void sgemm_cp_async16_zfill(float *dst, const float *src, bool valid)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+
 __device__ __forceinline__ void sgemm_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int N>

@@ -206,8 +206,10 @@ static int check_precision(const Impl *impl)
 static int run_checks(const Options *o)
 {
     gemm_tune_off = 1;
-    static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {256, 1024}};
-    int n = o->nsizes ? o->nsizes : 3, fails = 0;
+    /* B x H: a single row; odd sizes (rows of single floats); the optimized trainer's
+     * backward kernel with one K range and 16-byte rows (32 x 1024), with several (256) */
+    static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {32, 1024}, {256, 1024}};
+    int n = o->nsizes ? o->nsizes : (int)(sizeof DEFAULT_SHAPES / sizeof DEFAULT_SHAPES[0]), fails = 0;
     printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer against\n"
            "double-precision CPU steps (for tf32 and bf16: on the operands they round)\n", o->seed);
     fails += check_gradients_fd(o->seed);

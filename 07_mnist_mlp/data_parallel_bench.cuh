@@ -3,12 +3,12 @@
  *   - images per second of the data-parallel trainer on one GPU (global batch b) and on N
  *     GPUs (global batch N b), without and with buckets: weak scaling, every GPU's share
  *     of a step the same; the ceiling of an N-GPU row is N times the one-GPU row;
- *   - the one-GPU trainer `optimized` at batch b, the ceiling of the one-GPU row: what the
+ *   - the one-GPU trainer `epoch_graph` (the same five-launch step) at batch b, the ceiling of the one-GPU row: what the
  *     data-parallel machinery (no graph, events, a separate gradient) costs on one GPU;
  *   - NCCL's own all-reduce of the gradient's size, alone on the GPUs (algbw, busbw), and
  *     the step's all-reduce measured inside the step on GPU 0: its span, and the part
  *     that the backward pass did not hide (exposed);
- *   - at per-GPU batch 256: the test accuracy against `optimized` at the same global
+ *   - at per-GPU batch 256: the test accuracy against `epoch_graph` at the same global
  *     batch, within 0.3 points (checked after 10 epochs or more).
  * The rows go to the CSV as chapter 07_mnist_mlp_dp, so that plot.py draws them apart from
  * the one-GPU trainers: img/s (throughput), ms (a step on one GPU, the all-reduce alone and
@@ -120,13 +120,13 @@ static DpBenchResult dp_bench_run(const DpComm *c, const Data *d, int n_train, i
     return res;
 }
 
-/* The one-GPU trainer `optimized` (fused step, whole-epoch graph) on GPU 0. */
+/* The one-GPU trainer `epoch_graph` (the fused step the replicas run, whole-epoch graph) on GPU 0. */
 static TrainResult dp_bench_one_gpu(const Data *d, int n_train, int batch, int hidden, const float *p0,
                                     unsigned long long seed, const char *gpu)
 {
     CUDA_CHECK(cudaSetDevice(0));
     Trainer t;
-    trainer_create(&t, find_impl("optimized"), &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, seed);
+    trainer_create(&t, find_impl("epoch_graph"), &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, seed);
     trainer_set_params(&t, p0, dp_bench_lr(batch), (float)FLAGS.momentum);
     EpochRunner er = trainer_runner(&t);
     TrainResult r = train_epochs(&er, FLAGS.epochs, gpu, d->name, FLAGS.epoch_csv, 0);
@@ -175,7 +175,7 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     snprintf(title, sizeof title, "data parallel, per-GPU batch %d, H %d (speedup: against %s's epoch time)", b, H,
              "dp_x1");
     table_header(title);
-    snprintf(name[0], 64, "optimized_H%d", H);
+    snprintf(name[0], 64, "epoch_graph_H%d", H);
     snprintf(name[1], 64, "dp_x1_H%d", H);
     snprintf(name[2], 64, "dp_x%d_H%d", N, H);
     snprintf(name[3], 64, "dp_x%d_buckets%d_H%d", N, K, H);
@@ -235,7 +235,7 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
         for (int i = 0; i < (K ? 2 : 1); i++) {
             const DpBenchResult *r = i == 0 ? &plain : &buckets;
             char what[96];
-            snprintf(what, sizeof what, "%s vs optimized accuracy", i == 0 ? name[2] : name[3]);
+            snprintf(what, sizeof what, "%s vs epoch_graph accuracy", i == 0 ? name[2] : name[3]);
             double apart = fabs(r->train.accuracy - ref.accuracy);
             if (r->train.epochs >= 10) failed += !report_check(what, size, apart, 0.3);
             else printf("  %s: %.2f%% vs %.2f%% (batch %d, %d epochs)\n", what, r->train.accuracy, ref.accuracy, N * b,

@@ -5,7 +5,7 @@
  *     than GPUs, so a GPU takes part in a step with no rows at all);
  *   - after each epoch, the replicas against each other, bit for bit (parameters and
  *     velocity);
- *   - an epoch on synthetic data against the one-GPU trainer `optimized` with the same
+ *   - an epoch on synthetic data against the one-GPU trainer `epoch_graph` (the same five-launch step) with the same
  *     global batch, weights and order.
  * With --gpus 1 all of it runs on one GPU (NCCL with one rank): the split, the separate
  * gradient, the update and the buckets are checked; only the sum over GPUs is trivial. */
@@ -67,7 +67,7 @@ static int dp_check_case(const DpComm *c, const CheckCase *cc, int buckets, unsi
 
 /* One epoch of 6000 synthetic images, global batch 256 (rounded up to a multiple of N),
  * --hidden units, the training learning rate and momentum, on N GPUs and on one GPU with
- * the trainer `optimized`, from the same weights in the same order. Only rounding tells
+ * the trainer `epoch_graph` (the replicas' five-launch step), from the same weights in the same order. Only rounding tells
  * them apart: the gradient is summed in another order (over GPUs, then into v, where the
  * fused step adds it onto mu v), and the split-K products sum in no fixed order at all.
  * Tolerances:
@@ -91,7 +91,7 @@ static int dp_check_vs_one_gpu(const DpComm *c, unsigned long long seed)
     float *p0 = (float *)xmalloc(l.total * sizeof(float));
     mlp_init(p0, &l, seed);
     Trainer t;
-    trainer_create(&t, find_impl("optimized"), &train, n, NULL, H, B, mean, std, seed);
+    trainer_create(&t, find_impl("epoch_graph"), &train, n, NULL, H, B, mean, std, seed);
     trainer_set_params(&t, p0, lr, mu);
     trainer_prepare_graphs(&t);
     EpochResult one = run_epoch(&t);
@@ -101,7 +101,7 @@ static int dp_check_vs_one_gpu(const DpComm *c, unsigned long long seed)
     for (size_t i = 0; i < l.total; i++) moved += ((double)w1[i] - p0[i]) * ((double)w1[i] - p0[i]);
     char size[48], what[96];
     snprintf(size, sizeof size, "%dx%d", B, H);
-    printf("  one epoch of %d synthetic images, batch %d, against the one-GPU trainer optimized (loss %.6f)\n", n, B,
+    printf("  one epoch of %d synthetic images, batch %d, against the one-GPU trainer epoch_graph (loss %.6f)\n", n, B,
            one.loss);
     const int variants[2] = {0, dp_buckets()};
     for (int i = 0; i < (variants[1] ? 2 : 1); i++) {
@@ -112,9 +112,9 @@ static int dp_check_vs_one_gpu(const DpComm *c, unsigned long long seed)
         float *w = download(dp.rep[0].params, l.total);
         double apart = 0.0;
         for (size_t k = 0; k < l.total; k++) apart += ((double)w[k] - w1[k]) * ((double)w[k] - w1[k]);
-        snprintf(what, sizeof what, "%s vs optimized loss", dp.name);
+        snprintf(what, sizeof what, "%s vs epoch_graph loss", dp.name);
         fails += !report_check(what, size, isfinite(r.loss) ? fabs(r.loss - one.loss) / one.loss : INFINITY, 1e-4);
-        snprintf(what, sizeof what, "%s vs optimized weights", dp.name);
+        snprintf(what, sizeof what, "%s vs epoch_graph weights", dp.name);
         fails += !report_check(what, size, moved > 0.0 ? sqrt(apart / moved) : INFINITY, 1e-2);
         fails += dp_check_replicas(&dp, size);
         free(w);

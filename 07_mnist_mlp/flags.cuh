@@ -96,7 +96,7 @@ static double learning_rate(int batch) { return FLAGS.lr > 0.0 ? FLAGS.lr : 0.05
 static const ProgramSpec SPEC = {
     "mnist_mlp",
     "Chapter 07: a 784-H-10 MLP trained on MNIST on the GPU, naive to fused + CUDA graphs, vs cuBLAS and PyTorch.",
-    "--check: BATCHxHIDDEN shapes of the two-step check (default 1x3,37x50,256x1024);\n"
+    "--check: BATCHxHIDDEN shapes of the two-step check (default 1x3,37x50,32x1024,256x1024);\n"
     "                   --bench: batch sizes (default 256,32); BATCHxHIDDEN also sets H",
     "\nchapter flags:\n"
     "  --train          train one trainer (--impl, default optimized), one line per epoch\n"

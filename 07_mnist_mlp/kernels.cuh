@@ -82,17 +82,17 @@ typedef MlpBatchOf<MlpFp32> MlpBatch;
 static inline int mlp_gather_blocks(int rows) { return (int)(mlp_blocks(IDX_PIXELS, MLP_TILE) * mlp_blocks(rows, MLP_TILE)); }
 
 /* One 32 x 32 tile of a gather, tile `tile` of mlp_gather_blocks(rows): pixels k0 .. k0+31
- * of batch rows b0 .. b0+31. The tile passes through shared memory as in chapter 02's
- * transpose, so the stores of x and of xt are both coalesced. Thread (tx, ty) of 32 x 8. */
-template <typename S>
-__device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, int rows, const MlpBatchOf<S> dst,
-                                                int tile, int tx, int ty)
+ * of batch rows b0 .. b0+31. The tile passes through shared memory (s_tile) as in chapter
+ * 02's transpose, so the stores of x and of xt are both coalesced. Thread (tx, ty) of
+ * 32 x ROWS. */
+template <typename S, int ROWS>
+__device__ __forceinline__ void mlp_gather_tile_in(float (*s_tile)[MLP_TILE + 1], const MlpSource src, int start,
+                                                   int rows, const MlpBatchOf<S> dst, int tile, int tx, int ty)
 {
-    __shared__ float s_tile[MLP_TILE][MLP_TILE + 1];
     int tiles_k = (IDX_PIXELS + MLP_TILE - 1) / MLP_TILE;
     int k0 = tile % tiles_k * MLP_TILE, b0 = tile / tiles_k * MLP_TILE;
 #pragma unroll
-    for (int r = ty; r < MLP_TILE; r += MLP_GATHER_ROWS) {
+    for (int r = ty; r < MLP_TILE; r += ROWS) {
         int b = b0 + r, k = k0 + tx;
         if (b < rows && k < IDX_PIXELS) {
             int img = src.order ? src.order[start + b] : b;
@@ -106,10 +106,19 @@ __device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, 
     if (!dst.xt) return;
     __syncthreads();
 #pragma unroll
-    for (int r = ty; r < MLP_TILE; r += MLP_GATHER_ROWS) {
+    for (int r = ty; r < MLP_TILE; r += ROWS) {
         int k = k0 + r, b = b0 + tx;
         if (b < rows && k < IDX_PIXELS) dst.xt[(size_t)k * rows + b] = S::cvt(s_tile[tx][r]);
     }
+}
+
+/* The same for a block of 32 x 8 threads, with a shared tile of its own. */
+template <typename S>
+__device__ __forceinline__ void mlp_gather_tile(const MlpSource src, int start, int rows, const MlpBatchOf<S> dst,
+                                                int tile, int tx, int ty)
+{
+    __shared__ float s_tile[MLP_TILE][MLP_TILE + 1];
+    mlp_gather_tile_in<S, MLP_GATHER_ROWS>(s_tile, src, start, rows, dst, tile, tx, ty);
 }
 
 /* Clears dst.zero with `threads` threads, this one being number `thread`. */

@@ -194,14 +194,14 @@ static const StepStages TF32_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<
 static const StepStages BF16_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpBf16>};
 
 static const StepFamily TF32_STEPS = {
-    .fused = 1, .capturable = 1,
+    .fused = 1, .capturable = 1, .own_backward = 0,
     .create = tc_create<MlpTf32>, .destroy = tc_destroy<MlpTf32>,
     .begin_epoch = tc_begin_epoch<MlpTf32>, .step = tc_step<MlpTf32>, .evaluate = tc_evaluate<MlpTf32>,
     .tolerances = &TC_TOLERANCES, .stages = &TF32_STAGES,
 };
 
 static const StepFamily BF16_STEPS = {
-    .fused = 1, .capturable = 1,
+    .fused = 1, .capturable = 1, .own_backward = 0,
     .create = tc_create<MlpBf16>, .destroy = tc_destroy<MlpBf16>,
     .begin_epoch = tc_begin_epoch<MlpBf16>, .step = tc_step<MlpBf16>, .evaluate = tc_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &BF16_STAGES,

@@ -10,6 +10,7 @@
 #include "steps_fed.cuh"
 #include "steps_fused.cuh"
 #include "steps_tc.cuh"
+#include "steps_three.cuh"
 #include "steps_unfused.cuh"
 
 /* name, role, family, gemm, feed, sync_each, graph, vs, precision */
@@ -20,7 +21,8 @@ static const Impl IMPLS[] = {
     {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
     {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL, "fp32"},
     {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL, "fp32"},
-    {"optimized", "optimized", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas", "fp32"},
+    {"epoch_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas", "fp32"},
+    {"optimized", "optimized", &THREE_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "epoch_graph", "fp32"},
     {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
     {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "tf32"},
     {"bf16", "optimized", &BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "bf16"},

@@ -1,0 +1,446 @@
+/* Chapter 07: the backward pass and the update of the optimized trainer in one launch,
+ * mlp_backward_sgd (steps_three.cuh runs it after the forward product and the output layer).
+ *
+ * The fused step (steps_fused.cuh) spends three launches after its output layer: the hidden
+ * backward (dz1, dW2, db1), chapter 05's dW1 product and the update with the next batch's
+ * gather. Inside the epoch graph each costs 4-7 us whatever its size (profile_records.txt,
+ * section 6): a kernel's ramp, its chain of dependent loads and its drain, not its bytes or
+ * FLOPs. Here the three are one kernel. The product it is built around:
+ *
+ *      dW1 (784 x H)  =  x^T (784 x B)  .  dz1 (B x H)          K = the batch
+ *
+ *   - A block owns a BM x BN tile of dW1 and a range of batch rows (K cut into ranges, as
+ *     chapter 05's split-K cuts it). It makes the dz1 it multiplies itself, for its BN
+ *     hidden units and its rows, from z1, b1, W2 and dz2 (ten FMAs an element, the hidden
+ *     backward's arithmetic), in shared memory, where it is the product's B operand: dz1
+ *     never goes to memory, and nothing waits for a launch that writes it.
+ *   - A is x^T, and x (B x 784, row-major) read as it is already is the k-major A tile that
+ *     chapter 05's warp tiles multiply from (a row of x is one k, its columns the m): no
+ *     transposed copy xt, no transpose.
+ *   - All of a block's operands come in one round of cp.async copies (x, z1, dz2): one
+ *     memory latency, then chapter 05's inner product (sgemm_tile_multiply) on the 64x128
+ *     tile of splitk_8x8 or the 32x128 tile of thin_m.
+ *   - The SGD step of W1 happens where its gradient is complete. With one K range a block
+ *     has its tile's whole gradient and steps it at once. With several, each block adds its
+ *     share into the velocity with chapter 05's 16-byte atomics and takes a ticket (an atomic
+ *     count per tile); the block that draws the last ticket knows every share has landed and
+ *     steps the tile. A ticket costs a round trip to L2, an extra launch 4-7 us.
+ *   - W2's and b1's gradients are sums over the batch of a1 dz2 and of dz1: the blocks of
+ *     the first row of tiles hold them for their units and add them into the velocity. Every
+ *     block of the grid reads W2 and b1 (to make its dz1), so these may only be stepped once
+ *     all of a column's blocks have read them: each takes a column ticket when its dz1 is
+ *     made, and the last of a column steps W2 and b1 for its units (and column 0's, b2).
+ *   - Extra blocks at the end of the grid gather the next step's batch (x, the labels, z1
+ *     cleared for the next forward product) into the other half of the step's double
+ *     buffers: this step's x and z1 are still being read.
+ *
+ * The velocity holds mu v from the step before (kernels.cuh's convention); the step adds
+ * its gradient g, v = mu v + g, moves w -= lr v and leaves mu v for the next step. */
+#ifndef CH07_KERNELS_BACKWARD_CUH
+#define CH07_KERNELS_BACKWARD_CUH
+
+#include "kernels.cuh"
+
+/* The two tiles: chapter 05's geometries (warps, 4x4 sub-tiles, the transposed A). */
+enum { MLP_BWD_WIDE, MLP_BWD_THIN, MLP_BWD_NTILES };
+typedef SgemmSplitWideCfg MlpBwdWideCfg; /* 64 x 128, 8 x 8 outputs a thread */
+typedef SgemmThinMCfg MlpBwdThinCfg;     /* 32 x 128, 4 x 8 outputs a thread */
+static const char *const MLP_BWD_TILE_NAMES[MLP_BWD_NTILES] = {"64x128", "32x128"};
+
+#define MLP_BWD_MAX_K 128 /* batch rows a block takes at most (its shared memory) */
+#define MLP_BWD_MIN_BLOCKS 4 /* blocks an SM must fit: at most 128 registers a thread */
+#define MLP_BWD_K_STEP 16 /* a range is whole BK slices of both tiles */
+
+/* How the launch cuts the product: the tile, and K (the batch) in ranges of k_rows rows. */
+typedef struct {
+    int tile;   /* MLP_BWD_WIDE or MLP_BWD_THIN */
+    int k_rows; /* batch rows of a range: a multiple of MLP_BWD_K_STEP, at most MLP_BWD_MAX_K */
+    int splits; /* ranges: ceil(batch / k_rows) */
+} MlpBwdPlan;
+
+/* One launch. */
+typedef struct {
+    const float *x, *z1, *dz2; /* this step's batch (rows x 784), z1 (rows x H, no bias), dz2 (rows x 10) */
+    float *w, *v;              /* parameters and velocity, laid out as l says */
+    MlpLayout l;
+    int rows;                  /* this step's batch rows */
+    int k_rows, splits, tiles_n, gemm_blocks;
+    float lr, mu;
+    int *tile_tickets, *column_tickets; /* one per tile of dW1, one per column of tiles; 0 between launches */
+    bool vec;                  /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
+    /* the next batch: next_rows rows (0: none) from position next_start of src, into next */
+    MlpSource src;
+    int next_start, next_rows, gather_blocks;
+    MlpBatch next;
+} MlpBwdArgs;
+
+/* ---------------------------------------------------------------------------------------
+ * The operands, in one round of asynchronous copies into shared memory:
+ *   As [k_rows][AS]  x rows r0.., pixels m0..m0+BM-1: the transposed A tile of chapter 05
+ *   Bs [k_rows][BN]  z1 rows r0.., units n0..n0+BN-1 (dz1 replaces it in place)
+ *   s_dz2 [k_rows][10]
+ * Rows past the batch and columns past the matrix are zero-filled. */
+template <typename Cfg>
+__device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgs &a, float *As, float *Bs, float *s_dz2,
+                                                      int m0, int n0, int r0, int nr)
+{
+    static_assert(IDX_PIXELS % 4 == 0, "rows of x are whole float4s");
+    const int H = a.l.hidden, tid = threadIdx.x;
+    for (int i = tid; i < a.k_rows * (Cfg::BM / 4); i += Cfg::THREADS) {
+        int k = i / (Cfg::BM / 4), m = i % (Cfg::BM / 4) * 4;
+        bool ok = k < nr && m0 + m < IDX_PIXELS;
+        sgemm_cp_async16_zfill(As + k * Cfg::AS + m, ok ? a.x + (size_t)(r0 + k) * IDX_PIXELS + m0 + m : a.x, ok);
+    }
+    if (a.vec) {
+        for (int i = tid; i < a.k_rows * (Cfg::BN / 4); i += Cfg::THREADS) {
+            int k = i / (Cfg::BN / 4), u = i % (Cfg::BN / 4) * 4;
+            bool ok = k < nr && n0 + u < H;
+            sgemm_cp_async16_zfill(Bs + k * Cfg::BN + u, ok ? a.z1 + (size_t)(r0 + k) * H + n0 + u : a.z1, ok);
+        }
+    } else {
+        for (int i = tid; i < a.k_rows * Cfg::BN; i += Cfg::THREADS) {
+            int k = i / Cfg::BN, u = i % Cfg::BN;
+            bool ok = k < nr && n0 + u < H;
+            sgemm_cp_async4_zfill(Bs + i, ok ? a.z1 + (size_t)(r0 + k) * H + n0 + u : a.z1, ok);
+        }
+    }
+    for (int i = tid; i < a.k_rows * MLP_CLASSES; i += Cfg::THREADS) {
+        bool ok = i < nr * MLP_CLASSES;
+        sgemm_cp_async4_zfill(s_dz2 + i, ok ? a.dz2 + (size_t)r0 * MLP_CLASSES + i : a.dz2, ok);
+    }
+    sgemm_cp_async_commit();
+}
+
+/* dz1 in place of z1 in Bs for unit u (column u of Bs) over the block's k_rows rows: a1 =
+ * max(z1 + b1, 0), da1 = dz2 . W2[unit], dz1 = da1 where a1 > 0 (mlp_hidden_backward's
+ * arithmetic). With GRADS (the first row of tiles) also the sums over the rows of a1 dz2
+ * (the unit's row of dW2) and of dz1 (its db1); the other blocks skip those ten FMAs a row.
+ * Rows past the batch hold zeros in dz2, so they add nothing. */
+template <typename Cfg, bool GRADS>
+__device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2, int k_rows, int u, float bias,
+                                                   const float (&w)[MLP_CLASSES], float (&gw)[MLP_CLASSES], float &gb)
+{
+    static_assert(MLP_CLASSES % 2 == 0, "a row of dz2 is whole float2s");
+#pragma unroll 4
+    for (int k = 0; k < k_rows; k++) {
+        float d2[MLP_CLASSES];
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c += 2) {
+            float2 pair = *(const float2 *)(s_dz2 + k * MLP_CLASSES + c);
+            d2[c] = pair.x, d2[c + 1] = pair.y;
+        }
+        float act = fmaxf(Bs[k * Cfg::BN + u] + bias, 0.0f), da = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) {
+            da = fmaf(d2[c], w[c], da);
+            if (GRADS) gw[c] = fmaf(act, d2[c], gw[c]);
+        }
+        float d = act > 0.0f ? da : 0.0f;
+        Bs[k * Cfg::BN + u] = d;
+        if (GRADS) gb += d;
+    }
+}
+
+/* Waits for the operands, then makes dz1 (thread u owning unit n0 + u), and in the first
+ * row of tiles (m0 == 0) this thread's sums for W2's row and b1. */
+template <typename Cfg>
+__device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgs &a, float *Bs, const float *s_dz2, int m0, int n0,
+                                                 float (&gw)[MLP_CLASSES], float &gb)
+{
+    static_assert(Cfg::BN == Cfg::THREADS, "a thread owns one hidden unit of the tile");
+    int u = threadIdx.x, j = n0 + u;
+    bool unit = j < a.l.hidden;
+    float w[MLP_CLASSES], bias = unit ? a.w[a.l.b1 + j] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < MLP_CLASSES; c++) {
+        w[c] = unit ? a.w[a.l.w2 + (size_t)j * MLP_CLASSES + c] : 0.0f;
+        gw[c] = 0.0f;
+    }
+    gb = 0.0f;
+    sgemm_cp_async_wait<0>();
+    __syncthreads();
+    if (m0 == 0) mlp_bwd_dz1_column<Cfg, true>(Bs, s_dz2, a.k_rows, u, bias, w, gw, gb);
+    else mlp_bwd_dz1_column<Cfg, false>(Bs, s_dz2, a.k_rows, u, bias, w, gw, gb);
+}
+
+/* Tickets: each block that has done its part draws one from a counter (an atomic add);
+ * the block that draws the last of `count` knows every other part is done and takes the
+ * step that needed them all, then resets the counter for the next launch. What a block
+ * wrote before its ticket must be visible to the block that draws the last: a fence
+ * before the draw, and one after it on the other side.
+ *
+ * mlp_last_ticket draws and waits for the answer. mlp_draw_ticket only sends the draw
+ * (thread 0; the answer is needed later), and mlp_drew_last tells the block, once it has
+ * more work done, whether that draw was the last: the round trip to L2 runs meanwhile.
+ * Every thread of the block calls each (they hold barriers). */
+__device__ __forceinline__ int mlp_draw_ticket(int *counter)
+{
+    __threadfence();
+    __syncthreads();
+    return threadIdx.x == 0 ? atomicAdd(counter, 1) : 0;
+}
+
+__device__ __forceinline__ bool mlp_drew_last(int ticket, int *counter, int count)
+{
+    __shared__ int s_last;
+    __syncthreads(); /* every thread has read the answer to the block's last draw */
+    if (threadIdx.x == 0) {
+        s_last = ticket == count - 1;
+        if (s_last) *counter = 0;
+    }
+    __syncthreads();
+    bool last = s_last;
+    if (last) __threadfence();
+    return last;
+}
+
+__device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
+{
+    return mlp_drew_last(mlp_draw_ticket(counter), counter, count);
+}
+
+/* The SGD step of n values at w + i, v + i (i = first .. first + n - 1), whose gradient is
+ * in v already: w -= lr v, then v = mu v. v is read past L1 (other blocks' atomics put it
+ * in L2), and all loads come before any store. */
+template <int N>
+__device__ __forceinline__ void mlp_sgd_values(float *w, float *v, size_t first, int n, float lr, float mu)
+{
+    float mv[N], mw[N];
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (k < n) mv[k] = __ldcg(v + first + k), mw[k] = w[first + k];
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (k < n) {
+            w[first + k] = mw[k] - lr * mv[k];
+            v[first + k] = mu * mv[k];
+        }
+}
+
+/* The last block of a column of tiles: the SGD step of W2's rows and b1 for its units
+ * (thread u: unit n0 + u), whose gradients the first row of tiles added into v; column 0's
+ * also steps b2 (its gradient from the output layer). */
+template <typename Cfg>
+__device__ __forceinline__ void mlp_bwd_step_column(const MlpBwdArgs &a, int n0)
+{
+    int j = n0 + threadIdx.x;
+    if (j < a.l.hidden) {
+        mlp_sgd_values<MLP_CLASSES>(a.w, a.v, a.l.w2 + (size_t)j * MLP_CLASSES, MLP_CLASSES, a.lr, a.mu);
+        mlp_sgd_values<1>(a.w, a.v, a.l.b1 + j, 1, a.lr, a.mu);
+    }
+    if (n0 == 0 && threadIdx.x < MLP_CLASSES) mlp_sgd_values<1>(a.w, a.v, a.l.b2 + threadIdx.x, 1, a.lr, a.mu);
+}
+
+/* 16-byte load past L1 (or element by element at the edge), zeros outside the matrix. */
+__device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int col, int rows, int cols, bool vec)
+{
+    if (row >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float *p = base + (size_t)row * cols + col;
+    if (vec && col + 3 < cols) return __ldcg((const float4 *)p);
+    float4 r;
+    r.x = col < cols ? __ldcg(p) : 0.0f;
+    r.y = col + 1 < cols ? __ldcg(p + 1) : 0.0f;
+    r.z = col + 2 < cols ? __ldcg(p + 2) : 0.0f;
+    r.w = col + 3 < cols ? __ldcg(p + 3) : 0.0f;
+    return r;
+}
+
+/* The SGD step on the BM x BN tile of W1 at (m0, n0) (W1: rows x cols): v = v + g with g
+ * the tile's gradient staged in shared memory (BN floats a row; NULL: already in v), then
+ * w -= lr v and v = mu v. Consecutive threads take consecutive float4 of a row (coalesced),
+ * and each issues up to 8 float4 loads of v and 8 of w before its stores: two memory
+ * latencies for a 64 x 128 tile, not one per float4. */
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, int m0, int n0, int rows, int cols,
+                                             float lr, float mu, bool vec)
+{
+    constexpr int QR = BN / 4, PER = BM * QR / THREADS, BATCH = PER < 8 ? PER : 8;
+    static_assert(BM * QR % THREADS == 0 && PER % BATCH == 0, "whole batches of float4s");
+#pragma unroll
+    for (int b0 = 0; b0 < PER; b0 += BATCH) {
+        float4 mv[BATCH], mw[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; q++) {
+            int i = (b0 + q) * THREADS + threadIdx.x, r = m0 + i / QR, c = n0 + i % QR * 4;
+            mv[q] = mlp_load4_cg(v, r, c, rows, cols, vec);
+            mw[q] = sgemm_load4(w, r, c, rows, cols, vec);
+        }
+#pragma unroll
+        for (int q = 0; q < BATCH; q++) {
+            int i = (b0 + q) * THREADS + threadIdx.x, r = m0 + i / QR, c = n0 + i % QR * 4;
+            float4 m = mv[q], p = mw[q];
+            if (g) {
+                float4 d = *(const float4 *)(g + (i / QR) * BN + i % QR * 4);
+                m.x += d.x, m.y += d.y, m.z += d.z, m.w += d.w;
+            }
+            sgemm_write4(w, r, c, rows, cols, vec,
+                         make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w));
+            sgemm_write4(v, r, c, rows, cols, vec, make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w));
+        }
+    }
+}
+
+/* This thread's TM x TN outputs (chapter 05's warp-tiled layout) into the block's BM x BN
+ * tile in shared memory, BN floats a row. */
+template <typename Cfg>
+__device__ __forceinline__ void mlp_bwd_stage_tile(float *stage, const float (&acc)[Cfg::TM][Cfg::TN], int row,
+                                                   int col)
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++) {
+        int r = row + (i / 4) * Cfg::WTR * 4 + i % 4;
+#pragma unroll
+        for (int j = 0; j < Cfg::TN / 4; j++)
+            *(float4 *)(stage + r * Cfg::BN + col + j * Cfg::WTC * 4) =
+                make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+    }
+}
+
+/* A gather block: tile g of the next batch (32 x 32 pixels of 32 rows, through shared
+ * memory), and its share of clearing the next z1. */
+template <typename Cfg>
+__device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgs &a, int g, float *smem)
+{
+    mlp_clear(a.next, (size_t)g * Cfg::THREADS + threadIdx.x, (size_t)a.gather_blocks * Cfg::THREADS);
+    mlp_gather_tile_in<MlpFp32, Cfg::THREADS / MLP_TILE>((float (*)[MLP_TILE + 1])smem, a.src, a.next_start,
+                                                         a.next_rows, a.next, g, threadIdx.x % MLP_TILE,
+                                                         threadIdx.x / MLP_TILE);
+}
+
+/* mlp_backward_sgd: blocks [0, gemm_blocks) are the tiles of dW1 times the K ranges (the
+ * ranges of a tile side by side), the rest gather the next batch. */
+template <typename Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward_sgd(const MlpBwdArgs a)
+{
+    extern __shared__ float4 mlp_bwd_smem[];
+    float *smem = (float *)mlp_bwd_smem;
+    if ((int)blockIdx.x >= a.gemm_blocks) {
+        mlp_bwd_gather<Cfg>(a, blockIdx.x - a.gemm_blocks, smem);
+        return;
+    }
+    const int H = a.l.hidden, tile = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+    const int tn = tile % a.tiles_n, m0 = tile / a.tiles_n * Cfg::BM, n0 = tn * Cfg::BN;
+    const int r0 = split * a.k_rows, nr = min(a.k_rows, a.rows - r0); /* nr <= 0: an empty range */
+    float *As = smem, *Bs = As + a.k_rows * Cfg::AS, *s_dz2 = Bs + a.k_rows * Cfg::BN;
+    mlp_bwd_copy_operands<Cfg>(a, As, Bs, s_dz2, m0, n0, r0, nr);
+
+    /* dz1; W2's and b1's gradients for this column's units; the column ticket drawn */
+    int column_ticket;
+    {
+        float gw[MLP_CLASSES], gb;
+        mlp_bwd_make_dz1<Cfg>(a, Bs, s_dz2, m0, n0, gw, gb);
+        int j = n0 + threadIdx.x;
+        if (m0 == 0 && j < H && nr > 0) {
+#pragma unroll
+            for (int c = 0; c < MLP_CLASSES; c++) atomicAdd(a.v + a.l.w2 + (size_t)j * MLP_CLASSES + c, gw[c]);
+            atomicAdd(a.v + a.l.b1 + j, gb);
+        }
+        column_ticket = mlp_draw_ticket(a.column_tickets + tn); /* its barrier also ends the dz1 phase */
+    }
+
+    /* the product: this block's rows of x^T dz1 */
+    int row, col;
+    sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
+    float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
+    for (int k = 0; k < a.k_rows; k += Cfg::BK)
+        sgemm_tile_multiply<Cfg>(As + k * Cfg::AS, Bs + k * Cfg::BN, acc, row, col);
+
+    /* the SGD step of the tile of W1: here, or by the tile's last block */
+    float *w1 = a.w + a.l.w1, *v1 = a.v + a.l.w1;
+    if (a.splits == 1) {
+        __syncthreads(); /* everyone is done with As and Bs */
+        mlp_bwd_stage_tile<Cfg>(smem, acc, row, col);
+        __syncthreads();
+        mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(w1, v1, smem, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+    } else {
+        sgemm_tile_atomic_add4<Cfg>(v1, IDX_PIXELS, H, 1.0f, a.vec, acc, m0 + row, n0 + col);
+        if (mlp_last_ticket(a.tile_tickets + tile, a.splits))
+            mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(w1, v1, NULL, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+    }
+
+    /* the last block of the column steps W2, b1 (and b2) */
+    if (mlp_drew_last(column_ticket, a.column_tickets + tn, a.gemm_blocks / a.tiles_n)) mlp_bwd_step_column<Cfg>(a, n0);
+}
+
+/* ------------------------------------------------------------------ host side */
+
+static inline int mlp_bwd_round_k(int rows) { return (rows + MLP_BWD_K_STEP - 1) / MLP_BWD_K_STEP * MLP_BWD_K_STEP; }
+
+/* The plan for a tile and a range length (rounded up to whole slices). */
+static inline MlpBwdPlan mlp_bwd_plan(int tile, int batch, int k_rows)
+{
+    MlpBwdPlan p = {tile, mlp_bwd_round_k(k_rows), 0};
+    p.splits = (batch + p.k_rows - 1) / p.k_rows;
+    return p;
+}
+
+/* Without timing (--check): the 32x128 tile and one range up to 32 rows, else 64x128 tiles
+ * and ranges of 32 rows. Between them the check's shapes take every path: one range and
+ * several (tickets), W1 rows of 16-byte and of single floats. */
+static inline MlpBwdPlan mlp_bwd_default_plan(int batch)
+{
+    return batch <= 32 ? mlp_bwd_plan(MLP_BWD_THIN, batch, batch) : mlp_bwd_plan(MLP_BWD_WIDE, batch, 32);
+}
+
+/* Tickets a launch may need: one per tile (the 32-row tiles have the most) and per column. */
+static inline int mlp_bwd_tile_count(int hidden) { return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) * sgemm_ceil_div(hidden, 128); }
+static inline int mlp_bwd_column_count(int hidden) { return sgemm_ceil_div(hidden, 128); }
+
+template <typename Cfg>
+static inline size_t mlp_bwd_smem_bytes(int k_rows)
+{
+    size_t operands = (size_t)k_rows * (Cfg::AS + Cfg::BN + MLP_CLASSES), stage = (size_t)Cfg::BM * Cfg::BN;
+    size_t most = operands > stage ? operands : stage, gather = MLP_TILE * (MLP_TILE + 1);
+    return (most > gather ? most : gather) * sizeof(float);
+}
+
+/* Whether this GPU gives a block the plan's shared memory. */
+static inline bool mlp_bwd_fits(const MlpBwdPlan *p)
+{
+    size_t bytes = p->tile == MLP_BWD_WIDE ? mlp_bwd_smem_bytes<MlpBwdWideCfg>(p->k_rows)
+                                           : mlp_bwd_smem_bytes<MlpBwdThinCfg>(p->k_rows);
+    return p->k_rows <= MLP_BWD_MAX_K && bytes <= (size_t)sgemm_smem_limit();
+}
+
+template <typename Cfg>
+static inline void mlp_bwd_run(MlpBwdArgs a)
+{
+    static unsigned long long set_on = 0; /* bit d: the shared memory limit raised on device d */
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    size_t bytes = mlp_bwd_smem_bytes<Cfg>(a.k_rows);
+    if (dev >= 64 || !((set_on >> dev) & 1)) {
+        size_t most = mlp_bwd_smem_bytes<Cfg>(MLP_BWD_MAX_K), limit = (size_t)sgemm_smem_limit();
+        CUDA_CHECK(cudaFuncSetAttribute(mlp_backward_sgd<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)(most < limit ? most : limit)));
+        if (dev < 64) set_on |= 1ull << dev;
+    }
+    a.tiles_n = sgemm_ceil_div(a.l.hidden, Cfg::BN);
+    a.gemm_blocks = sgemm_ceil_div(IDX_PIXELS, Cfg::BM) * a.tiles_n * a.splits;
+    mlp_backward_sgd<Cfg><<<a.gemm_blocks + a.gather_blocks, Cfg::THREADS, bytes>>>(a);
+    CHECK_LAUNCH();
+}
+
+/* The backward pass and SGD step of a batch of `rows` (x, z1, dz2 of this step) with plan p,
+ * and the gather of the next batch (next NULL: none; else up to p's batch rows from position
+ * next_start, clipped at n_train, into dst). tickets: mlp_bwd_tile_count + column_count ints,
+ * zero. */
+static inline void launch_backward_sgd(const MlpBwdPlan *p, const float *x, const float *z1, const float *dz2,
+                                       float *w, float *v, const MlpLayout *l, int rows, float lr, float mu,
+                                       int *tickets, const MlpSource *next, int next_start, int next_rows,
+                                       const MlpBatch *dst)
+{
+    MlpBwdArgs a = {};
+    a.x = x, a.z1 = z1, a.dz2 = dz2, a.w = w, a.v = v, a.l = *l, a.rows = rows;
+    a.k_rows = p->k_rows, a.splits = p->splits, a.lr = lr, a.mu = mu;
+    a.tile_tickets = tickets, a.column_tickets = tickets + mlp_bwd_tile_count(l->hidden);
+    a.vec = l->hidden % 4 == 0 && sgemm_aligned16(z1) && sgemm_aligned16(w) && sgemm_aligned16(v);
+    if (next && next_rows > 0) {
+        a.src = *next, a.next_start = next_start, a.next_rows = next_rows, a.next = *dst;
+        a.gather_blocks = mlp_gather_blocks(next_rows);
+    }
+    if (p->tile == MLP_BWD_WIDE) mlp_bwd_run<MlpBwdWideCfg>(a);
+    else mlp_bwd_run<MlpBwdThinCfg>(a);
+}
+
+#endif
