@@ -26,13 +26,16 @@
  *     count per tile); the block that draws the last ticket knows every share has landed and
  *     steps the tile. A ticket costs a round trip to L2, an extra launch 4-7 us.
  *   - W2's and b1's gradients are sums over the batch of a1 dz2 and of dz1: the blocks of
- *     the first row of tiles hold them for their units and add them into the velocity. Every
- *     block of the grid reads W2 and b1 (to make its dz1), so these may only be stepped once
- *     all of a column's blocks have read them: each takes a column ticket when its dz1 is
- *     made, and the last of a column steps W2 and b1 for its units (and column 0's, b2).
- *   - Extra blocks at the end of the grid gather the next step's batch (x, the labels, z1
+ *     the first row of tiles hold them for their units, and the tile's last block (or its
+ *     only one) steps W2's rows and b1 for those units; tile 0's also steps b2. But every
+ *     block of the grid reads W2 and b1 to make its dz1, so no block may overwrite them while
+ *     others still read. These 11 thousand parameters (b1, W2, b2) are double-buffered: a
+ *     step reads one copy and writes its result into the other, which the next step reads
+ *     (steps_three.cuh alternates them). W1 is stepped in place: nothing here reads it.
+ *   - Extra blocks at the front of the grid gather the next step's batch (x, the labels, z1
  *     cleared for the next forward product) into the other half of the step's double
- *     buffers: this step's x and z1 are still being read.
+ *     buffers: this step's x and z1 are still being read. At the front, their short jobs
+ *     start at once instead of waiting for a slot behind the product's blocks.
  *
  * The velocity holds mu v from the step before (kernels.cuh's convention); the step adds
  * its gradient g, v = mu v + g, moves w -= lr v and leaves mu v for the next step. */
@@ -58,20 +61,27 @@ typedef struct {
     int splits; /* ranges: ceil(batch / k_rows) */
 } MlpBwdPlan;
 
-/* One launch. */
+/* b1, W2 and b2 (and their velocity) as one array laid out as the parameters are from
+ * offset b1 on: b1 at 0, then W2 and b2 at their offsets. */
+typedef struct {
+    float *p, *v;
+} MlpSmall;
+
+/* One launch. The caller fills the first group of fields, launch_backward_sgd the rest. */
 typedef struct {
     const float *x, *z1, *dz2; /* this step's batch (rows x 784), z1 (rows x H, no bias), dz2 (rows x 10) */
-    float *w, *v;              /* parameters and velocity, laid out as l says */
-    MlpLayout l;
+    float *w1, *v1;            /* W1 (784 x H) and its velocity, stepped in place */
+    MlpSmall in, out;          /* b1, W2, b2 as this step reads them, and where it writes them */
+    int hidden, w2, b2;        /* H, and W2's and b2's offsets in `in` and `out` */
     int rows;                  /* this step's batch rows */
-    int k_rows, splits, tiles_n, gemm_blocks;
     float lr, mu;
-    int *tile_tickets, *column_tickets; /* one per tile of dW1, one per column of tiles; 0 between launches */
-    bool vec;                  /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
-    /* the next batch: next_rows rows (0: none) from position next_start of src, into next */
-    MlpSource src;
-    int next_start, next_rows, gather_blocks;
+    int *tickets;              /* one per tile of dW1 (mlp_bwd_tile_count), all 0 between launches */
+    MlpSource src;             /* the next batch: next_rows rows (0: none) from position */
+    int next_start, next_rows; /* next_start of src, into next */
     MlpBatch next;
+    /* the launch's geometry, from the plan */
+    int k_rows, splits, tiles_n, gemm_blocks, gather_blocks; /* gemm_blocks: tiles x splits */
+    bool vec;                  /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
 } MlpBwdArgs;
 
 /* ---------------------------------------------------------------------------------------
@@ -85,7 +95,7 @@ __device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgs &a, float
                                                       int m0, int n0, int r0, int nr)
 {
     static_assert(IDX_PIXELS % 4 == 0, "rows of x are whole float4s");
-    const int H = a.l.hidden, tid = threadIdx.x;
+    const int H = a.hidden, tid = threadIdx.x;
     for (int i = tid; i < a.k_rows * (Cfg::BM / 4); i += Cfg::THREADS) {
         int k = i / (Cfg::BM / 4), m = i % (Cfg::BM / 4) * 4;
         bool ok = k < nr && m0 + m < IDX_PIXELS;
@@ -118,7 +128,7 @@ __device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgs &a, float
  * Rows past the batch hold zeros in dz2, so they add nothing. */
 template <typename Cfg, bool GRADS>
 __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2, int k_rows, int u, float bias,
-                                                   const float (&w)[MLP_CLASSES], float (&gw)[MLP_CLASSES], float &gb)
+                                                   const float (&w)[MLP_CLASSES], float (&g)[MLP_CLASSES + 1])
 {
     static_assert(MLP_CLASSES % 2 == 0, "a row of dz2 is whole float2s");
 #pragma unroll 4
@@ -133,11 +143,11 @@ __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) {
             da = fmaf(d2[c], w[c], da);
-            if (GRADS) gw[c] = fmaf(act, d2[c], gw[c]);
+            if (GRADS) g[c] = fmaf(act, d2[c], g[c]);
         }
         float d = act > 0.0f ? da : 0.0f;
         Bs[k * Cfg::BN + u] = d;
-        if (GRADS) gb += d;
+        if (GRADS) g[MLP_CLASSES] += d;
     }
 }
 
@@ -145,90 +155,83 @@ __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2
  * row of tiles (m0 == 0) this thread's sums for W2's row and b1. */
 template <typename Cfg>
 __device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgs &a, float *Bs, const float *s_dz2, int m0, int n0,
-                                                 float (&gw)[MLP_CLASSES], float &gb)
+                                                 float (&g)[MLP_CLASSES + 1])
 {
     static_assert(Cfg::BN == Cfg::THREADS, "a thread owns one hidden unit of the tile");
     int u = threadIdx.x, j = n0 + u;
-    bool unit = j < a.l.hidden;
-    float w[MLP_CLASSES], bias = unit ? a.w[a.l.b1 + j] : 0.0f;
+    bool unit = j < a.hidden;
+    float w[MLP_CLASSES], bias = unit ? a.in.p[j] : 0.0f;
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) {
-        w[c] = unit ? a.w[a.l.w2 + (size_t)j * MLP_CLASSES + c] : 0.0f;
-        gw[c] = 0.0f;
+        w[c] = unit ? a.in.p[a.w2 + j * MLP_CLASSES + c] : 0.0f;
+        g[c] = 0.0f;
     }
-    gb = 0.0f;
+    g[MLP_CLASSES] = 0.0f;
     sgemm_cp_async_wait<0>();
     __syncthreads();
-    if (m0 == 0) mlp_bwd_dz1_column<Cfg, true>(Bs, s_dz2, a.k_rows, u, bias, w, gw, gb);
-    else mlp_bwd_dz1_column<Cfg, false>(Bs, s_dz2, a.k_rows, u, bias, w, gw, gb);
+    if (m0 == 0) mlp_bwd_dz1_column<Cfg, true>(Bs, s_dz2, a.k_rows, u, bias, w, g);
+    else mlp_bwd_dz1_column<Cfg, false>(Bs, s_dz2, a.k_rows, u, bias, w, g);
 }
 
-/* Tickets: each block that has done its part draws one from a counter (an atomic add);
- * the block that draws the last of `count` knows every other part is done and takes the
- * step that needed them all, then resets the counter for the next launch. What a block
- * wrote before its ticket must be visible to the block that draws the last: a fence
- * before the draw, and one after it on the other side.
- *
- * mlp_last_ticket draws and waits for the answer. mlp_draw_ticket only sends the draw
- * (thread 0; the answer is needed later), and mlp_drew_last tells the block, once it has
- * more work done, whether that draw was the last: the round trip to L2 runs meanwhile.
- * Every thread of the block calls each (they hold barriers). */
-__device__ __forceinline__ int mlp_draw_ticket(int *counter)
-{
-    __threadfence();
-    __syncthreads();
-    return threadIdx.x == 0 ? atomicAdd(counter, 1) : 0;
-}
-
-__device__ __forceinline__ bool mlp_drew_last(int ticket, int *counter, int count)
-{
-    __shared__ int s_last;
-    __syncthreads(); /* every thread has read the answer to the block's last draw */
-    if (threadIdx.x == 0) {
-        s_last = ticket == count - 1;
-        if (s_last) *counter = 0;
-    }
-    __syncthreads();
-    bool last = s_last;
-    if (last) __threadfence();
-    return last;
-}
-
+/* A ticket: each block of a tile that has added its share draws one from the tile's counter
+ * (an atomic add); the block that draws the last of `count` knows every share has landed,
+ * takes the step that needed them all, and resets the counter for the next launch. What a
+ * block wrote before its draw must be visible to the block that draws the last, as in a
+ * grid barrier: the block's barrier (its threads' writes before thread 0's draw), a fence
+ * by thread 0 before the draw, and one by the last block's thread 0 after it, before the
+ * barrier that lets its threads read. Every thread of the block calls it. */
 __device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
 {
-    return mlp_drew_last(mlp_draw_ticket(counter), counter, count);
+    __shared__ int s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(counter, 1) == count - 1;
+        if (s_last) {
+            *counter = 0;
+            __threadfence();
+        }
+    }
+    __syncthreads();
+    return s_last;
 }
 
-/* The SGD step of n values at w + i, v + i (i = first .. first + n - 1), whose gradient is
- * in v already: w -= lr v, then v = mu v. v is read past L1 (other blocks' atomics put it
- * in L2), and all loads come before any store. */
+/* The SGD step of n small parameters at offsets at[0 .. n), from a.in into a.out: v = v + g
+ * (g NULL: the gradient is in in.v already, added by the tile's blocks), w -= lr v, and mu v
+ * stored. in.v is read past L1 (other blocks' atomics put it in L2); all loads come before
+ * any store. */
 template <int N>
-__device__ __forceinline__ void mlp_sgd_values(float *w, float *v, size_t first, int n, float lr, float mu)
+__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgs &a, const int (&at)[N], int n, const float *g)
 {
     float mv[N], mw[N];
 #pragma unroll
     for (int k = 0; k < N; k++)
-        if (k < n) mv[k] = __ldcg(v + first + k), mw[k] = w[first + k];
+        if (k < n) mv[k] = __ldcg(a.in.v + at[k]), mw[k] = a.in.p[at[k]];
 #pragma unroll
     for (int k = 0; k < N; k++)
         if (k < n) {
-            w[first + k] = mw[k] - lr * mv[k];
-            v[first + k] = mu * mv[k];
+            float m = mv[k] + (g ? g[k] : 0.0f);
+            a.out.p[at[k]] = mw[k] - a.lr * m;
+            a.out.v[at[k]] = a.mu * m;
         }
 }
 
-/* The last block of a column of tiles: the SGD step of W2's rows and b1 for its units
- * (thread u: unit n0 + u), whose gradients the first row of tiles added into v; column 0's
- * also steps b2 (its gradient from the output layer). */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_bwd_step_column(const MlpBwdArgs &a, int n0)
+/* Unit j's row of W2 and b1[j], with this block's sums g (W2's row, then b1) or, g NULL,
+ * with what the tile's blocks added into in.v; and b2 when `with_b2` (thread j < 10 steps
+ * b2[j]; its gradient came from the output layer). */
+__device__ __forceinline__ void mlp_bwd_step_unit(const MlpBwdArgs &a, int j, const float *g, bool with_b2)
 {
-    int j = n0 + threadIdx.x;
-    if (j < a.l.hidden) {
-        mlp_sgd_values<MLP_CLASSES>(a.w, a.v, a.l.w2 + (size_t)j * MLP_CLASSES, MLP_CLASSES, a.lr, a.mu);
-        mlp_sgd_values<1>(a.w, a.v, a.l.b1 + j, 1, a.lr, a.mu);
+    if (j < a.hidden) {
+        int at[MLP_CLASSES + 1];
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) at[c] = a.w2 + j * MLP_CLASSES + c;
+        at[MLP_CLASSES] = j;
+        mlp_bwd_step_small<MLP_CLASSES + 1>(a, at, MLP_CLASSES + 1, g);
     }
-    if (n0 == 0 && threadIdx.x < MLP_CLASSES) mlp_sgd_values<1>(a.w, a.v, a.l.b2 + threadIdx.x, 1, a.lr, a.mu);
+    if (with_b2 && j < MLP_CLASSES) {
+        const int at[1] = {a.b2 + j};
+        mlp_bwd_step_small<1>(a, at, 1, NULL);
+    }
 }
 
 /* 16-byte load past L1 (or element by element at the edge), zeros outside the matrix. */
@@ -307,36 +310,39 @@ __device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgs &a, int g, float
                                                          threadIdx.x / MLP_TILE);
 }
 
-/* mlp_backward_sgd: blocks [0, gemm_blocks) are the tiles of dW1 times the K ranges (the
- * ranges of a tile side by side), the rest gather the next batch. */
+/* mlp_backward_sgd: blocks [0, gather_blocks) gather the next batch, the rest are the
+ * tiles of dW1 times the K ranges (the ranges of a tile side by side). */
 template <typename Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward_sgd(const MlpBwdArgs a)
 {
     extern __shared__ float4 mlp_bwd_smem[];
     float *smem = (float *)mlp_bwd_smem;
-    if ((int)blockIdx.x >= a.gemm_blocks) {
-        mlp_bwd_gather<Cfg>(a, blockIdx.x - a.gemm_blocks, smem);
+    if ((int)blockIdx.x < a.gather_blocks) {
+        mlp_bwd_gather<Cfg>(a, blockIdx.x, smem);
         return;
     }
-    const int H = a.l.hidden, tile = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-    const int tn = tile % a.tiles_n, m0 = tile / a.tiles_n * Cfg::BM, n0 = tn * Cfg::BN;
+    const int block = blockIdx.x - a.gather_blocks, H = a.hidden;
+    const int tile = block / a.splits, split = block % a.splits;
+    const int m0 = tile / a.tiles_n * Cfg::BM, n0 = tile % a.tiles_n * Cfg::BN;
     const int r0 = split * a.k_rows, nr = min(a.k_rows, a.rows - r0); /* nr <= 0: an empty range */
+    const int j = n0 + threadIdx.x;
     float *As = smem, *Bs = As + a.k_rows * Cfg::AS, *s_dz2 = Bs + a.k_rows * Cfg::BN;
     mlp_bwd_copy_operands<Cfg>(a, As, Bs, s_dz2, m0, n0, r0, nr);
 
-    /* dz1; W2's and b1's gradients for this column's units; the column ticket drawn */
-    int column_ticket;
+    /* dz1; in the first row of tiles, W2's and b1's gradients for the tile's units: stepped
+     * at once when the block is the tile's only one, else added up in in.v */
     {
-        float gw[MLP_CLASSES], gb;
-        mlp_bwd_make_dz1<Cfg>(a, Bs, s_dz2, m0, n0, gw, gb);
-        int j = n0 + threadIdx.x;
-        if (m0 == 0 && j < H && nr > 0) {
+        float g[MLP_CLASSES + 1];
+        mlp_bwd_make_dz1<Cfg>(a, Bs, s_dz2, m0, n0, g);
+        if (m0 == 0 && a.splits == 1) {
+            mlp_bwd_step_unit(a, j, g, tile == 0);
+        } else if (m0 == 0 && j < H && nr > 0) {
 #pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) atomicAdd(a.v + a.l.w2 + (size_t)j * MLP_CLASSES + c, gw[c]);
-            atomicAdd(a.v + a.l.b1 + j, gb);
+            for (int c = 0; c < MLP_CLASSES; c++) atomicAdd(a.in.v + a.w2 + j * MLP_CLASSES + c, g[c]);
+            atomicAdd(a.in.v + j, g[MLP_CLASSES]);
         }
-        column_ticket = mlp_draw_ticket(a.column_tickets + tn); /* its barrier also ends the dz1 phase */
     }
+    __syncthreads(); /* dz1 complete in Bs */
 
     /* the product: this block's rows of x^T dz1 */
     int row, col;
@@ -345,21 +351,19 @@ __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward
     for (int k = 0; k < a.k_rows; k += Cfg::BK)
         sgemm_tile_multiply<Cfg>(As + k * Cfg::AS, Bs + k * Cfg::BN, acc, row, col);
 
-    /* the SGD step of the tile of W1: here, or by the tile's last block */
-    float *w1 = a.w + a.l.w1, *v1 = a.v + a.l.w1;
+    /* the SGD step of the tile of W1 (and of the first row's small parameters): here, or by
+     * the tile's last block */
     if (a.splits == 1) {
         __syncthreads(); /* everyone is done with As and Bs */
         mlp_bwd_stage_tile<Cfg>(smem, acc, row, col);
         __syncthreads();
-        mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(w1, v1, smem, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
-    } else {
-        sgemm_tile_atomic_add4<Cfg>(v1, IDX_PIXELS, H, 1.0f, a.vec, acc, m0 + row, n0 + col);
-        if (mlp_last_ticket(a.tile_tickets + tile, a.splits))
-            mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(w1, v1, NULL, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+        mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, smem, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+        return;
     }
-
-    /* the last block of the column steps W2, b1 (and b2) */
-    if (mlp_drew_last(column_ticket, a.column_tickets + tn, a.gemm_blocks / a.tiles_n)) mlp_bwd_step_column<Cfg>(a, n0);
+    sgemm_tile_atomic_add4<Cfg>(a.v1, IDX_PIXELS, H, 1.0f, a.vec, acc, m0 + row, n0 + col);
+    if (!mlp_last_ticket(a.tickets + tile, a.splits)) return;
+    mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, NULL, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+    if (m0 == 0) mlp_bwd_step_unit(a, j, NULL, tile == 0);
 }
 
 /* ------------------------------------------------------------------ host side */
@@ -382,9 +386,11 @@ static inline MlpBwdPlan mlp_bwd_default_plan(int batch)
     return batch <= 32 ? mlp_bwd_plan(MLP_BWD_THIN, batch, batch) : mlp_bwd_plan(MLP_BWD_WIDE, batch, 32);
 }
 
-/* Tickets a launch may need: one per tile (the 32-row tiles have the most) and per column. */
-static inline int mlp_bwd_tile_count(int hidden) { return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) * sgemm_ceil_div(hidden, 128); }
-static inline int mlp_bwd_column_count(int hidden) { return sgemm_ceil_div(hidden, 128); }
+/* Tickets a launch may need: one per tile (the 32-row tiles have the most). */
+static inline int mlp_bwd_tile_count(int hidden)
+{
+    return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) * sgemm_ceil_div(hidden, MlpBwdThinCfg::BN);
+}
 
 template <typename Cfg>
 static inline size_t mlp_bwd_smem_bytes(int k_rows)
@@ -415,30 +421,20 @@ static inline void mlp_bwd_run(MlpBwdArgs a)
                                         (int)(most < limit ? most : limit)));
         if (dev < 64) set_on |= 1ull << dev;
     }
-    a.tiles_n = sgemm_ceil_div(a.l.hidden, Cfg::BN);
+    static_assert(Cfg::BN == MlpBwdThinCfg::BN, "tiles_n as mlp_bwd_tile_count counts it");
+    a.tiles_n = sgemm_ceil_div(a.hidden, Cfg::BN);
     a.gemm_blocks = sgemm_ceil_div(IDX_PIXELS, Cfg::BM) * a.tiles_n * a.splits;
-    mlp_backward_sgd<Cfg><<<a.gemm_blocks + a.gather_blocks, Cfg::THREADS, bytes>>>(a);
+    mlp_backward_sgd<Cfg><<<a.gather_blocks + a.gemm_blocks, Cfg::THREADS, bytes>>>(a);
     CHECK_LAUNCH();
 }
 
-/* The backward pass and SGD step of a batch of `rows` (x, z1, dz2 of this step) with plan p,
- * and the gather of the next batch (next NULL: none; else up to p's batch rows from position
- * next_start, clipped at n_train, into dst). tickets: mlp_bwd_tile_count + column_count ints,
- * zero. */
-static inline void launch_backward_sgd(const MlpBwdPlan *p, const float *x, const float *z1, const float *dz2,
-                                       float *w, float *v, const MlpLayout *l, int rows, float lr, float mu,
-                                       int *tickets, const MlpSource *next, int next_start, int next_rows,
-                                       const MlpBatch *dst)
+/* The backward pass and SGD step of a (its first group of fields filled in) with plan p,
+ * and the gather of its next batch, if any. */
+static inline void launch_backward_sgd(const MlpBwdPlan *p, MlpBwdArgs a)
 {
-    MlpBwdArgs a = {};
-    a.x = x, a.z1 = z1, a.dz2 = dz2, a.w = w, a.v = v, a.l = *l, a.rows = rows;
-    a.k_rows = p->k_rows, a.splits = p->splits, a.lr = lr, a.mu = mu;
-    a.tile_tickets = tickets, a.column_tickets = tickets + mlp_bwd_tile_count(l->hidden);
-    a.vec = l->hidden % 4 == 0 && sgemm_aligned16(z1) && sgemm_aligned16(w) && sgemm_aligned16(v);
-    if (next && next_rows > 0) {
-        a.src = *next, a.next_start = next_start, a.next_rows = next_rows, a.next = *dst;
-        a.gather_blocks = mlp_gather_blocks(next_rows);
-    }
+    a.k_rows = p->k_rows, a.splits = p->splits;
+    a.vec = a.hidden % 4 == 0 && sgemm_aligned16(a.z1) && sgemm_aligned16(a.w1) && sgemm_aligned16(a.v1);
+    a.gather_blocks = a.next_rows > 0 ? mlp_gather_blocks(a.next_rows) : 0;
     if (p->tile == MLP_BWD_WIDE) mlp_bwd_run<MlpBwdWideCfg>(a);
     else mlp_bwd_run<MlpBwdThinCfg>(a);
 }

@@ -54,8 +54,8 @@ typedef struct {
     /* its steps only enqueue GPU work and read the batch position from t->cursor, so a
        step or a whole epoch can be captured in a CUDA graph (a row's graph != GRAPH_NONE) */
     int capturable;
-    /* its backward pass, dW1 included, is a kernel of its own (kernels_backward.cuh): of
-       the two products only the forward one is chapter 05's, and only it is tuned */
+    /* its backward pass is its own (steps_three.cuh): trainer_create tunes only the
+       forward product, and the family's create the rest */
     int own_backward;
     /* its buffers beyond trainer_create's, kept behind t->own (NULL: none); create runs
        last in trainer_create, destroy first in trainer_destroy */
@@ -263,8 +263,8 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->step_loss = (float *)dalloc((size_t)steps * sizeof(float));
     t->h_step_loss = (float *)xmalloc((size_t)steps * sizeof(float));
     CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
-    if (impl->family->create) impl->family->create(t);
     if (impl->gemm == GEMM_BEST && impl->family->fused) tune_products(t);
+    if (impl->family->create) impl->family->create(t);
 }
 
 static void trainer_set_params(Trainer *t, const float *host_params, float lr, float mu)
