@@ -201,24 +201,22 @@ __device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
     return s_last;
 }
 
-/* The SGD step of n small parameters at offsets at[0 .. n), from a.in into a.out: v = v + g
+/* The SGD step of N small parameters at offsets at[0 .. N), from a.in into a.out: v = v + g
  * (g NULL: the gradient is in in.v already, added by the tile's blocks), w -= lr v, and mu v
  * stored. in.v is read past L1 (other blocks' atomics put it in L2); all loads come before
  * any store. */
 template <int N>
-__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgs &a, const int (&at)[N], int n, const float *g)
+__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgs &a, const int (&at)[N], const float *g)
 {
     float mv[N], mw[N];
 #pragma unroll
-    for (int k = 0; k < N; k++)
-        if (k < n) mv[k] = __ldcg(a.in.v + at[k]), mw[k] = a.in.p[at[k]];
+    for (int k = 0; k < N; k++) mv[k] = __ldcg(a.in.v + at[k]), mw[k] = a.in.p[at[k]];
 #pragma unroll
-    for (int k = 0; k < N; k++)
-        if (k < n) {
-            float m = mv[k] + (g ? g[k] : 0.0f);
-            a.out.p[at[k]] = mw[k] - a.lr * m;
-            a.out.v[at[k]] = a.mu * m;
-        }
+    for (int k = 0; k < N; k++) {
+        float m = mv[k] + (g ? g[k] : 0.0f);
+        a.out.p[at[k]] = mw[k] - a.lr * m;
+        a.out.v[at[k]] = a.mu * m;
+    }
 }
 
 /* Unit j's row of W2 and b1[j], with this block's sums g (W2's row, then b1) or, g NULL,
@@ -231,11 +229,11 @@ __device__ __forceinline__ void mlp_bwd_step_unit(const MlpBwdArgs &a, int j, co
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) at[c] = a.w2 + j * MLP_CLASSES + c;
         at[MLP_CLASSES] = j;
-        mlp_bwd_step_small<MLP_CLASSES + 1>(a, at, MLP_CLASSES + 1, g);
+        mlp_bwd_step_small<MLP_CLASSES + 1>(a, at, g);
     }
     if (with_b2 && j < MLP_CLASSES) {
         const int at[1] = {a.b2 + j};
-        mlp_bwd_step_small<1>(a, at, 1, NULL);
+        mlp_bwd_step_small<1>(a, at, NULL);
     }
 }
 

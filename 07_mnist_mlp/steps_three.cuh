@@ -218,14 +218,15 @@ static void three_create(Trainer *t)
     free(starts);
     b->launches = 1;
     t->own = b;
-    /* the timings run on zeros (the parameters are uploaded later, the velocity cleared) */
+    /* the timings run on zeros (the parameters are uploaded later, the velocity cleared;
+       copy 0 of b1, W2, b2 lies in them) */
     for (int h = 0; h < 2; h++) {
         CUDA_CHECK(cudaMemset(b->x[h], 0, bx * sizeof(float)));
         CUDA_CHECK(cudaMemset(b->xt[h], 0, bx * sizeof(float)));
         CUDA_CHECK(cudaMemset(b->z1[h], 0, bh * sizeof(float)));
-        CUDA_CHECK(cudaMemset(b->small[h].p, 0, b->small_count * sizeof(float)));
-        CUDA_CHECK(cudaMemset(b->small[h].v, 0, b->small_count * sizeof(float)));
     }
+    CUDA_CHECK(cudaMemset(b->small[1].p, 0, b->small_count * sizeof(float)));
+    CUDA_CHECK(cudaMemset(b->small[1].v, 0, b->small_count * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->dz1, 0, bh * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->dz2, 0, (size_t)t->batch * MLP_CLASSES * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->params, 0, t->l.total * sizeof(float)));
