@@ -40,14 +40,22 @@
  * The velocity holds mu v from the step before (kernels.cuh's convention); the step adds
  * its gradient g, v = mu v + g, moves w -= lr v and leaves mu v for the next step.
  *
- * Measured on an H100 (profile_records.txt, section 13), inside a graph: at batch 32 the
- * kernel takes 9.3 us where the three launches take 13.3. At batch 256 it takes 30.3 against
- * 25.0: every row of tiles makes dz1 again for its rows (25 times with 32-row tiles, about
- * 5.8 us), which the three launches do once. steps_three.cuh times both and keeps the faster. */
+ * The bf16 trainer runs the same kernel with S = MlpBf16: x arrives in bf16 (its gather
+ * writes bf16), dz1 is rounded to bf16 as it is made (into rows of its own: the product
+ * reads both with ldmatrix), the product is mma.sync on the tensor cores
+ * (kernels_backward_mma.cuh), and the SGD step of a W1 tile also writes the tile, new
+ * values rounded to bf16, into W1t, the forward product's operand (H x 784).
+ *
+ * Measured on an H100 (profile_records.txt, sections 13 and 14), inside a graph: at batch
+ * 32 the kernel takes 9.2 us (bf16: 10.4) where the three launches take 13.3 (bf16: 13.7).
+ * At batch 256 it takes 30.3 against 25.2 (bf16: 27.3 against 15.2): every row of tiles
+ * makes dz1 again for its rows (25 times with 32-row tiles, about 5.8 us), which the three
+ * launches do once. steps_three.cuh times both and keeps the faster. */
 #ifndef CH07_KERNELS_BACKWARD_CUH
 #define CH07_KERNELS_BACKWARD_CUH
 
 #include "kernels.cuh"
+#include "kernels_backward_mma.cuh"
 
 /* The two tiles: chapter 05's geometries (warps, 4x4 sub-tiles, the transposed A). */
 enum { MLP_BWD_WIDE, MLP_BWD_THIN, MLP_BWD_NTILES };
@@ -72,10 +80,16 @@ typedef struct {
     float *p, *v;
 } MlpSmall;
 
-/* One launch. The caller fills the first group of fields, launch_backward_sgd the rest. */
-typedef struct {
-    const float *x, *z1, *dz2; /* this step's batch (rows x 784), z1 (rows x H, no bias), dz2 (rows x 10) */
+/* One launch, with the batch and the product in S's precision: MlpFp32 (the optimized
+ * trainer: fp32 FMAs) or MlpBf16 (the bf16 trainer: x and dz1 in bf16 on tensor cores,
+ * kernels_backward_mma.cuh). The caller fills the first group of fields, launch_backward_sgd
+ * the rest. */
+template <typename S>
+struct MlpBwdArgsOf {
+    const typename S::T *x;    /* this step's batch (rows x 784) */
+    const float *z1, *dz2;     /* z1 (rows x H, no bias), dz2 (rows x 10) */
     float *w1, *v1;            /* W1 (784 x H) and its velocity, stepped in place */
+    bf16 *w1t;                 /* MlpBf16: W1 transposed (H x 784), rewritten from the stepped tiles */
     MlpSmall in, out;          /* b1, W2, b2 as this step reads them, and where it writes them */
     int hidden, w2, b2;        /* H, and W2's and b2's offsets in `in` and `out` */
     int rows;                  /* this step's batch rows */
@@ -83,11 +97,27 @@ typedef struct {
     int *tickets;              /* one per tile of dW1 (mlp_bwd_tile_count), all 0 between launches */
     MlpSource src;             /* the next batch: next_rows rows (0: none) from position */
     int next_start, next_rows; /* next_start of src, into next */
-    MlpBatch next;
+    MlpBatchOf<S> next;
     /* the launch's geometry, from the plan */
     int k_rows, splits, tiles_n, gemm_blocks, gather_blocks; /* gemm_blocks: tiles x splits */
     bool vec;                  /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
-} MlpBwdArgs;
+};
+typedef MlpBwdArgsOf<MlpFp32> MlpBwdArgs;
+
+/* A block's shared memory from batch row to batch row (k_rows of each), in floats:
+ *   As   x rows r0.., pixels m0..m0+BM-1: fp32, chapter 05's transposed A tile (AS floats a
+ *        row); bf16, padded rows for ldmatrix (kernels_backward_mma.cuh)
+ *   Bs   z1 rows r0.., units n0..n0+BN-1, fp32 (fp32: dz1 replaces it in place)
+ *   Ds   bf16 only: dz1 rounded, padded rows
+ *   s_dz2, 10 a row */
+template <typename Cfg, typename S>
+struct MlpBwdSmem {
+    static constexpr bool MMA = sizeof(typename S::T) == 2;
+    static constexpr int A_ROW = MMA ? MlpMmaWarps<Cfg>::A_ROW / 2 : Cfg::AS;
+    static constexpr int D_ROW = MMA ? MlpMmaWarps<Cfg>::B_ROW / 2 : 0;
+    static constexpr int ROW = A_ROW + Cfg::BN + D_ROW + MLP_CLASSES;
+    static_assert(A_ROW % 4 == 0 && D_ROW % 4 == 0, "rows of whole 16-byte pieces");
+};
 
 /* ---------------------------------------------------------------------------------------
  * The operands, in one round of asynchronous copies into shared memory:
@@ -95,16 +125,18 @@ typedef struct {
  *   Bs [k_rows][BN]  z1 rows r0.., units n0..n0+BN-1 (dz1 replaces it in place)
  *   s_dz2 [k_rows][10]
  * Rows past the batch and columns past the matrix are zero-filled. */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgs &a, float *As, float *Bs, float *s_dz2,
+template <typename Cfg, typename S>
+__device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgsOf<S> &a, float *As, float *Bs, float *s_dz2,
                                                       int m0, int n0, int r0, int nr)
 {
-    static_assert(IDX_PIXELS % 4 == 0, "rows of x are whole float4s");
+    constexpr int PER = 16 / sizeof(typename S::T), A_ROW = MlpBwdSmem<Cfg, S>::A_ROW; /* pixels a copy */
+    static_assert(IDX_PIXELS % PER == 0, "rows of x are whole 16-byte pieces");
     const int H = a.hidden, tid = threadIdx.x;
-    for (int i = tid; i < a.k_rows * (Cfg::BM / 4); i += Cfg::THREADS) {
-        int k = i / (Cfg::BM / 4), m = i % (Cfg::BM / 4) * 4;
+    for (int i = tid; i < a.k_rows * (Cfg::BM / PER); i += Cfg::THREADS) {
+        int k = i / (Cfg::BM / PER), m = i % (Cfg::BM / PER) * PER;
         bool ok = k < nr && m0 + m < IDX_PIXELS;
-        sgemm_cp_async16_zfill(As + k * Cfg::AS + m, ok ? a.x + (size_t)(r0 + k) * IDX_PIXELS + m0 + m : a.x, ok);
+        const typename S::T *src = ok ? a.x + (size_t)(r0 + k) * IDX_PIXELS + m0 + m : a.x;
+        sgemm_cp_async16_zfill(As + k * A_ROW + m * (int)sizeof(typename S::T) / 4, (const float *)src, ok);
     }
     if (a.vec) {
         for (int i = tid; i < a.k_rows * (Cfg::BN / 4); i += Cfg::THREADS) {
@@ -126,14 +158,16 @@ __device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgs &a, float
     sgemm_cp_async_commit();
 }
 
-/* dz1 in place of z1 in Bs for unit u (column u of Bs) over the block's k_rows rows: a1 =
+/* dz1 of unit u (column u of Bs) over the block's k_rows rows into Ds, d_row elements a row
+ * (fp32: Bs itself, in place of z1; bf16: rounded, into its own rows): a1 =
  * max(z1 + b1, 0), da1 = dz2 . W2[unit], dz1 = da1 where a1 > 0 (mlp_hidden_backward's
  * arithmetic). With GRADS (the first row of tiles) also the sums over the rows of a1 dz2
  * (the unit's row of dW2) and of dz1 (its db1); the other blocks skip those ten FMAs a row.
  * Rows past the batch hold zeros in dz2, so they add nothing. */
-template <typename Cfg, bool GRADS>
-__device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2, int k_rows, int u, float bias,
-                                                   const float (&w)[MLP_CLASSES], float (&g)[MLP_CLASSES + 1])
+template <typename Cfg, typename S, bool GRADS>
+__device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, typename S::T *Ds, int d_row, const float *s_dz2,
+                                                   int k_rows, int u, float bias, const float (&w)[MLP_CLASSES],
+                                                   float (&g)[MLP_CLASSES + 1])
 {
     static_assert(MLP_CLASSES % 2 == 0, "a row of dz2 is whole float2s");
 #pragma unroll 4
@@ -151,16 +185,16 @@ __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, const float *s_dz2
             if (GRADS) g[c] = fmaf(act, d2[c], g[c]);
         }
         float d = act > 0.0f ? da : 0.0f;
-        Bs[k * Cfg::BN + u] = d;
+        Ds[k * d_row + u] = S::cvt(d);
         if (GRADS) g[MLP_CLASSES] += d;
     }
 }
 
 /* Waits for the operands, then makes dz1 (thread u owning unit n0 + u), and in the first
  * row of tiles (m0 == 0) this thread's sums for W2's row and b1. */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgs &a, float *Bs, const float *s_dz2, int m0, int n0,
-                                                 float (&g)[MLP_CLASSES + 1])
+template <typename Cfg, typename S>
+__device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgsOf<S> &a, float *Bs, typename S::T *Ds, int d_row,
+                                                 const float *s_dz2, int m0, int n0, float (&g)[MLP_CLASSES + 1])
 {
     static_assert(Cfg::BN == Cfg::THREADS, "a thread owns one hidden unit of the tile");
     int u = threadIdx.x, j = n0 + u;
@@ -174,8 +208,8 @@ __device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgs &a, float *Bs,
     g[MLP_CLASSES] = 0.0f;
     sgemm_cp_async_wait<0>();
     __syncthreads();
-    if (m0 == 0) mlp_bwd_dz1_column<Cfg, true>(Bs, s_dz2, a.k_rows, u, bias, w, g);
-    else mlp_bwd_dz1_column<Cfg, false>(Bs, s_dz2, a.k_rows, u, bias, w, g);
+    if (m0 == 0) mlp_bwd_dz1_column<Cfg, S, true>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
+    else mlp_bwd_dz1_column<Cfg, S, false>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
 }
 
 /* A ticket: each block of a tile that has added its share draws one from the tile's counter
@@ -205,8 +239,8 @@ __device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
  * (g NULL: the gradient is in in.v already, added by the tile's blocks), w -= lr v, and mu v
  * stored. in.v is read past L1 (other blocks' atomics put it in L2); all loads come before
  * any store. */
-template <int N>
-__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgs &a, const int (&at)[N], const float *g)
+template <int N, typename S>
+__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgsOf<S> &a, const int (&at)[N], const float *g)
 {
     float mv[N], mw[N];
 #pragma unroll
@@ -222,7 +256,8 @@ __device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgs &a, const in
 /* Unit j's row of W2 and b1[j], with this block's sums g (W2's row, then b1) or, g NULL,
  * with what the tile's blocks added into in.v; and b2 when `with_b2` (thread j < 10 steps
  * b2[j]; its gradient came from the output layer). */
-__device__ __forceinline__ void mlp_bwd_step_unit(const MlpBwdArgs &a, int j, const float *g, bool with_b2)
+template <typename S>
+__device__ __forceinline__ void mlp_bwd_step_unit(const MlpBwdArgsOf<S> &a, int j, const float *g, bool with_b2)
 {
     if (j < a.hidden) {
         int at[MLP_CLASSES + 1];
@@ -253,12 +288,12 @@ __device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int c
 
 /* The SGD step on the BM x BN tile of W1 at (m0, n0) (W1: rows x cols): v = v + g with g
  * the tile's gradient staged in shared memory (BN floats a row; NULL: already in v), then
- * w -= lr v and v = mu v. Consecutive threads take consecutive float4 of a row (coalesced),
+ * w -= lr v and v = mu v; the new w also into w_out (shared, laid out as g; NULL: not). Consecutive threads take consecutive float4 of a row (coalesced),
  * and each issues up to 8 float4 loads of v and 8 of w before its stores: two memory
  * latencies for a 64 x 128 tile, not one per float4. */
 template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, int m0, int n0, int rows, int cols,
-                                             float lr, float mu, bool vec)
+__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, float *w_out, int m0, int n0,
+                                             int rows, int cols, float lr, float mu, bool vec)
 {
     constexpr int QR = BN / 4, PER = BM * QR / THREADS, BATCH = PER < 8 ? PER : 8;
     static_assert(BM * QR % THREADS == 0 && PER % BATCH == 0, "whole batches of float4s");
@@ -279,8 +314,9 @@ __device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g,
                 float4 d = *(const float4 *)(g + (i / QR) * BN + i % QR * 4);
                 m.x += d.x, m.y += d.y, m.z += d.z, m.w += d.w;
             }
-            sgemm_write4(w, r, c, rows, cols, vec,
-                         make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w));
+            float4 np = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
+            sgemm_write4(w, r, c, rows, cols, vec, np);
+            if (w_out) *(float4 *)(w_out + (i / QR) * BN + i % QR * 4) = np;
             sgemm_write4(v, r, c, rows, cols, vec, make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w));
         }
     }
@@ -304,20 +340,69 @@ __device__ __forceinline__ void mlp_bwd_stage_tile(float *stage, const float (&a
 
 /* A gather block: tile g of the next batch (32 x 32 pixels of 32 rows, through shared
  * memory), and its share of clearing the next z1. */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgs &a, int g, float *smem)
+template <typename Cfg, typename S>
+__device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgsOf<S> &a, int g, float *smem)
 {
     mlp_clear(a.next, (size_t)g * Cfg::THREADS + threadIdx.x, (size_t)a.gather_blocks * Cfg::THREADS);
-    mlp_gather_tile_in<MlpFp32, Cfg::THREADS / MLP_TILE>((float (*)[MLP_TILE + 1])smem, a.src, a.next_start,
+    mlp_gather_tile_in<S, Cfg::THREADS / MLP_TILE>((float (*)[MLP_TILE + 1])smem, a.src, a.next_start,
                                                          a.next_rows, a.next, g, threadIdx.x % MLP_TILE,
                                                          threadIdx.x / MLP_TILE);
 }
 
+/* The tile's product, x^T dz1 over the block's rows, and where it goes: with one K range,
+ * into `stage` (BM x BN fp32 in shared memory, over the operands, once every warp is done
+ * with them); with several, added into v1 (W1's velocity) with 16-byte atomics. fp32: FMAs
+ * in chapter 05's warp tiles, added from the registers; MlpBf16: mma.sync on the bf16
+ * operands (kernels_backward_mma.cuh), added from the stage. */
+template <typename Cfg, typename S>
+__device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const float *As, const float *Bs,
+                                                const float *Ds, float *stage, int m0, int n0)
+{
+    if constexpr (MlpBwdSmem<Cfg, S>::MMA) {
+        float acc[2][MlpMmaWarps<Cfg>::NT][4] = {};
+        mlp_mma_product<Cfg>((const bf16 *)As, (const bf16 *)Ds, a.k_rows, acc);
+        __syncthreads();
+        mlp_mma_stage<Cfg>(stage, acc);
+        __syncthreads();
+        if (a.splits > 1) mlp_stage_atomic_add<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.v1, stage, m0, n0, IDX_PIXELS,
+                                                                               a.hidden, a.vec);
+    } else {
+        int row, col;
+        sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
+        float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
+        for (int k = 0; k < a.k_rows; k += Cfg::BK)
+            sgemm_tile_multiply<Cfg>(As + k * Cfg::AS, Bs + k * Cfg::BN, acc, row, col);
+        if (a.splits > 1) {
+            sgemm_tile_atomic_add4<Cfg>(a.v1, IDX_PIXELS, a.hidden, 1.0f, a.vec, acc, m0 + row, n0 + col);
+            return;
+        }
+        __syncthreads();
+        mlp_bwd_stage_tile<Cfg>(stage, acc, row, col);
+        __syncthreads();
+    }
+}
+
+/* The SGD step of the W1 tile at (m0, n0), gradient g staged (NULL: in v already); for
+ * MlpBf16 the stepped tile also goes out into W1t (through the stage). */
+template <typename Cfg, typename S>
+__device__ __forceinline__ void mlp_bwd_step_w1(const MlpBwdArgsOf<S> &a, float *stage, const float *g, int m0,
+                                                int n0)
+{
+    constexpr bool MMA = MlpBwdSmem<Cfg, S>::MMA;
+    mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, g, MMA ? stage : NULL, m0, n0, IDX_PIXELS, a.hidden,
+                                                 a.lr, a.mu, a.vec);
+    if constexpr (MMA) {
+        __syncthreads();
+        mlp_w1t_from_stage<Cfg::BM, Cfg::BN>(a.w1t, stage, m0, n0, a.hidden);
+    }
+}
+
 /* mlp_backward_sgd: blocks [0, gather_blocks) gather the next batch, the rest are the
  * tiles of dW1 times the K ranges (the ranges of a tile side by side). */
-template <typename Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward_sgd(const MlpBwdArgs a)
+template <typename Cfg, typename S>
+__global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward_sgd(const MlpBwdArgsOf<S> a)
 {
+    typedef MlpBwdSmem<Cfg, S> L;
     extern __shared__ float4 mlp_bwd_smem[];
     float *smem = (float *)mlp_bwd_smem;
     if ((int)blockIdx.x < a.gather_blocks) {
@@ -329,14 +414,16 @@ __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward
     const int m0 = tile / a.tiles_n * Cfg::BM, n0 = tile % a.tiles_n * Cfg::BN;
     const int r0 = split * a.k_rows, nr = min(a.k_rows, a.rows - r0); /* nr <= 0: an empty range */
     const int j = n0 + threadIdx.x;
-    float *As = smem, *Bs = As + a.k_rows * Cfg::AS, *s_dz2 = Bs + a.k_rows * Cfg::BN;
+    float *As = smem, *Bs = As + a.k_rows * L::A_ROW, *Ds = Bs + a.k_rows * Cfg::BN;
+    float *s_dz2 = Ds + a.k_rows * L::D_ROW;
     mlp_bwd_copy_operands<Cfg>(a, As, Bs, s_dz2, m0, n0, r0, nr);
 
     /* dz1; in the first row of tiles, W2's and b1's gradients for the tile's units: stepped
      * at once when the block is the tile's only one, else added up in in.v */
     {
         float g[MLP_CLASSES + 1];
-        mlp_bwd_make_dz1<Cfg>(a, Bs, s_dz2, m0, n0, g);
+        if constexpr (L::MMA) mlp_bwd_make_dz1<Cfg>(a, Bs, (bf16 *)Ds, L::D_ROW * 2, s_dz2, m0, n0, g);
+        else mlp_bwd_make_dz1<Cfg>(a, Bs, Bs, Cfg::BN, s_dz2, m0, n0, g);
         if (m0 == 0 && a.splits == 1) {
             mlp_bwd_step_unit(a, j, g, tile == 0);
         } else if (m0 == 0 && j < H && nr > 0) {
@@ -345,27 +432,19 @@ __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward
             atomicAdd(a.in.v + j, g[MLP_CLASSES]);
         }
     }
-    __syncthreads(); /* dz1 complete in Bs */
+    __syncthreads(); /* dz1 complete */
 
-    /* the product: this block's rows of x^T dz1 */
-    int row, col;
-    sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
-    float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
-    for (int k = 0; k < a.k_rows; k += Cfg::BK)
-        sgemm_tile_multiply<Cfg>(As + k * Cfg::AS, Bs + k * Cfg::BN, acc, row, col);
+    /* the product: this block's rows of x^T dz1, staged over the operands or added into v1 */
+    mlp_bwd_product<Cfg>(a, As, Bs, Ds, smem, m0, n0);
 
     /* the SGD step of the tile of W1 (and of the first row's small parameters): here, or by
      * the tile's last block */
     if (a.splits == 1) {
-        __syncthreads(); /* everyone is done with As and Bs */
-        mlp_bwd_stage_tile<Cfg>(smem, acc, row, col);
-        __syncthreads();
-        mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, smem, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+        mlp_bwd_step_w1<Cfg>(a, smem, smem, m0, n0);
         return;
     }
-    sgemm_tile_atomic_add4<Cfg>(a.v1, IDX_PIXELS, H, 1.0f, a.vec, acc, m0 + row, n0 + col);
     if (!mlp_last_ticket(a.tickets + tile, a.splits)) return;
-    mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, NULL, m0, n0, IDX_PIXELS, H, a.lr, a.mu, a.vec);
+    mlp_bwd_step_w1<Cfg>(a, smem, NULL, m0, n0);
     if (m0 == 0) mlp_bwd_step_unit(a, j, NULL, tile == 0);
 }
 
@@ -395,45 +474,47 @@ static inline int mlp_bwd_tile_count(int hidden)
     return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) * sgemm_ceil_div(hidden, MlpBwdThinCfg::BN);
 }
 
-template <typename Cfg>
+template <typename Cfg, typename S>
 static inline size_t mlp_bwd_smem_bytes(int k_rows)
 {
-    size_t operands = (size_t)k_rows * (Cfg::AS + Cfg::BN + MLP_CLASSES), stage = (size_t)Cfg::BM * Cfg::BN;
+    size_t operands = (size_t)k_rows * MlpBwdSmem<Cfg, S>::ROW, stage = (size_t)Cfg::BM * Cfg::BN;
     size_t most = operands > stage ? operands : stage, gather = MLP_TILE * (MLP_TILE + 1);
     return (most > gather ? most : gather) * sizeof(float);
 }
 
 /* Whether this GPU gives a block the plan's shared memory. */
+template <typename S>
 static inline bool mlp_bwd_fits(const MlpBwdPlan *p)
 {
-    size_t bytes = p->tile == MLP_BWD_WIDE ? mlp_bwd_smem_bytes<MlpBwdWideCfg>(p->k_rows)
-                                           : mlp_bwd_smem_bytes<MlpBwdThinCfg>(p->k_rows);
+    size_t bytes = p->tile == MLP_BWD_WIDE ? mlp_bwd_smem_bytes<MlpBwdWideCfg, S>(p->k_rows)
+                                           : mlp_bwd_smem_bytes<MlpBwdThinCfg, S>(p->k_rows);
     return p->k_rows <= MLP_BWD_MAX_K && bytes <= (size_t)sgemm_smem_limit();
 }
 
-template <typename Cfg>
-static inline void mlp_bwd_run(MlpBwdArgs a)
+template <typename Cfg, typename S>
+static inline void mlp_bwd_run(MlpBwdArgsOf<S> a)
 {
     static unsigned long long set_on = 0; /* bit d: the shared memory limit raised on device d */
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
-    size_t bytes = mlp_bwd_smem_bytes<Cfg>(a.k_rows);
+    size_t bytes = mlp_bwd_smem_bytes<Cfg, S>(a.k_rows);
     if (dev >= 64 || !((set_on >> dev) & 1)) {
-        size_t most = mlp_bwd_smem_bytes<Cfg>(MLP_BWD_MAX_K), limit = (size_t)sgemm_smem_limit();
-        CUDA_CHECK(cudaFuncSetAttribute(mlp_backward_sgd<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        size_t most = mlp_bwd_smem_bytes<Cfg, S>(MLP_BWD_MAX_K), limit = (size_t)sgemm_smem_limit();
+        CUDA_CHECK(cudaFuncSetAttribute(mlp_backward_sgd<Cfg, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)(most < limit ? most : limit)));
         if (dev < 64) set_on |= 1ull << dev;
     }
     static_assert(Cfg::BN == MlpBwdThinCfg::BN, "tiles_n as mlp_bwd_tile_count counts it");
     a.tiles_n = sgemm_ceil_div(a.hidden, Cfg::BN);
     a.gemm_blocks = sgemm_ceil_div(IDX_PIXELS, Cfg::BM) * a.tiles_n * a.splits;
-    mlp_backward_sgd<Cfg><<<a.gather_blocks + a.gemm_blocks, Cfg::THREADS, bytes>>>(a);
+    mlp_backward_sgd<Cfg, S><<<a.gather_blocks + a.gemm_blocks, Cfg::THREADS, bytes>>>(a);
     CHECK_LAUNCH();
 }
 
 /* The backward pass and SGD step of a (its first group of fields filled in) with plan p,
  * and the gather of its next batch, if any. */
-static inline void launch_backward_sgd(const MlpBwdPlan *p, MlpBwdArgs a)
+template <typename S>
+static inline void launch_backward_sgd(const MlpBwdPlan *p, MlpBwdArgsOf<S> a)
 {
     a.k_rows = p->k_rows, a.splits = p->splits;
     a.vec = a.hidden % 4 == 0 && sgemm_aligned16(a.z1) && sgemm_aligned16(a.w1) && sgemm_aligned16(a.v1);

@@ -39,11 +39,12 @@ struct TcBuffers {
 template <typename S>
 static TcBuffers<S> *tc_buffers(const Trainer *t) { return (TcBuffers<S> *)t->own; }
 
+/* The buffers into b (the family's own, or the bf16 three-launch step's: steps_three.cuh),
+ * and the two products' split counts timed on them. */
 template <typename S>
-static void tc_create(Trainer *t)
+static void tc_init(Trainer *t, TcBuffers<S> *b)
 {
     typedef typename S::T T;
-    TcBuffers<S> *b = (TcBuffers<S> *)xmalloc(sizeof *b);
     size_t bx = (size_t)t->batch * IDX_PIXELS;
     if constexpr (std::is_same<T, float>::value) {
         b->x = t->x, b->xt = t->xt;
@@ -53,7 +54,6 @@ static void tc_create(Trainer *t)
     }
     b->w1t = (T *)dalloc((size_t)t->hidden * IDX_PIXELS * sizeof(T));
     b->dz1t = (T *)dalloc((size_t)t->hidden * t->batch * sizeof(T));
-    t->own = b;
     /* the two products' split counts, timed on these buffers, zeroed first */
     CUDA_CHECK(cudaMemset(b->x, 0, bx * sizeof(T)));
     CUDA_CHECK(cudaMemset(b->xt, 0, bx * sizeof(T)));
@@ -61,6 +61,14 @@ static void tc_create(Trainer *t)
     CUDA_CHECK(cudaMemset(b->dz1t, 0, (size_t)t->hidden * t->batch * sizeof(T)));
     b->tuned[0] = tc_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, b->x, b->w1t);
     b->tuned[1] = tc_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, b->xt, b->dz1t);
+}
+
+template <typename S>
+static void tc_create(Trainer *t)
+{
+    TcBuffers<S> *b = (TcBuffers<S> *)xmalloc(sizeof *b);
+    t->own = b;
+    tc_init<S>(t, b);
 }
 
 /* C (M x N) += A (M x K) . Bt^T: with the tuned split count where this is a tuned shape,
@@ -77,14 +85,19 @@ static void tc_gemm(const Trainer *t, int M, int N, int K, const typename S::T *
 }
 
 template <typename S>
-static void tc_destroy(Trainer *t)
+static void tc_release(Trainer *t, TcBuffers<S> *b)
 {
-    TcBuffers<S> *b = tc_buffers<S>(t);
     if ((void *)b->x != (void *)t->x) CUDA_CHECK(cudaFree(b->x));
     if ((void *)b->xt != (void *)t->xt) CUDA_CHECK(cudaFree(b->xt));
     CUDA_CHECK(cudaFree(b->w1t));
     CUDA_CHECK(cudaFree(b->dz1t));
-    free(b);
+}
+
+template <typename S>
+static void tc_destroy(Trainer *t)
+{
+    tc_release<S>(t, tc_buffers<S>(t));
+    free(t->own);
     t->own = NULL;
 }
 
@@ -191,7 +204,6 @@ static double tc_evaluate(Trainer *t, double *loss) { return evaluate_with(t, lo
 static const CheckTolerances TC_TOLERANCES = {MLP_TC_TOLERANCES};
 
 static const StepStages TF32_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpTf32>};
-static const StepStages BF16_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpBf16>};
 
 static const StepFamily TF32_STEPS = {
     .fused = 1, .capturable = 1, .own_backward = 0,
@@ -200,11 +212,5 @@ static const StepFamily TF32_STEPS = {
     .tolerances = &TC_TOLERANCES, .stages = &TF32_STAGES,
 };
 
-static const StepFamily BF16_STEPS = {
-    .fused = 1, .capturable = 1, .own_backward = 0,
-    .create = tc_create<MlpBf16>, .destroy = tc_destroy<MlpBf16>,
-    .begin_epoch = tc_begin_epoch<MlpBf16>, .step = tc_step<MlpBf16>, .evaluate = tc_evaluate<MlpBf16>,
-    .tolerances = &TC_TOLERANCES, .stages = &BF16_STAGES,
-};
 
 #endif

@@ -25,7 +25,7 @@ static const Impl IMPLS[] = {
     {"optimized", "optimized", &THREE_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "epoch_graph", "fp32"},
     {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
     {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "tf32"},
-    {"bf16", "optimized", &BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "bf16"},
+    {"bf16", "optimized", &THREE_BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "bf16"},
 };
 #define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
 
