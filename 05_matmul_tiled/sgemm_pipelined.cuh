@@ -184,6 +184,24 @@ __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan 
     }
 }
 
+/* One k step's FMAs: the thread's TM x TN outer product of its fragments. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
+                                               const float (&b)[Cfg::TN])
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+        for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[i] * b[j];
+}
+
+/* How many k steps of a slice the fragment-pipelined loop unrolls at a time: all of them
+ * (the default: one straight run of BK steps between barriers), or fewer for a shorter
+ * loop body with the same slices (README, "4096³": the instruction-cache question). */
+#ifndef SGEMM_K_UNROLL
+#define SGEMM_K_UNROLL 1024
+#endif
+
 /* One k step's fragments: TM values of A and TN of B from shared memory into registers. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, int row, int col,
@@ -227,8 +245,22 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
     for (int kt = 0; kt < tiles; kt++) {
         const float *cur = smem + stage * Cfg::STAGE_FLOATS;
         int next_stage = stage + 1 == Cfg::STAGES ? 0 : stage + 1;
+        /* the slice's k steps in groups of U, each group unrolled (U even, so that a step's
+           fragment buffer, k % 2 = u % 2, stays a compile-time index); the last group holds
+           the slice's last step, which waits for the next slice */
+        constexpr int U = SGEMM_K_UNROLL < Cfg::BK ? SGEMM_K_UNROLL : Cfg::BK;
+        static_assert(U % 2 == 0 && Cfg::BK % U == 0, "whole, even groups of k steps");
+#pragma unroll 1
+        for (int k0 = 0; k0 < Cfg::BK - U; k0 += U) {
 #pragma unroll
-        for (int k = 0; k < Cfg::BK; k++) {
+            for (int u = 0; u < U; u++) {
+                sgemm_load_fragments<Cfg>(cur, k0 + u + 1, row, col, a[(u + 1) % 2], b[(u + 1) % 2]);
+                sgemm_fma_step<Cfg>(acc, a[u % 2], b[u % 2]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int k = Cfg::BK - U + u;
             if (k == Cfg::BK - 1) {
                 sgemm_cp_async_wait<Cfg::STAGES - 2>(); /* slice kt + 1 has landed */
                 __syncthreads();                        /* and nobody reads slice kt any more */
@@ -238,14 +270,11 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
                 sgemm_cp_async_commit();
                 if (kt + 1 < tiles)
                     sgemm_load_fragments<Cfg>(smem + next_stage * Cfg::STAGE_FLOATS, 0, row, col,
-                                              a[(k + 1) % 2], b[(k + 1) % 2]);
+                                              a[(u + 1) % 2], b[(u + 1) % 2]);
             } else {
-                sgemm_load_fragments<Cfg>(cur, k + 1, row, col, a[(k + 1) % 2], b[(k + 1) % 2]);
+                sgemm_load_fragments<Cfg>(cur, k + 1, row, col, a[(u + 1) % 2], b[(u + 1) % 2]);
             }
-#pragma unroll
-            for (int i = 0; i < Cfg::TM; i++)
-#pragma unroll
-                for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[k % 2][i] * b[k % 2][j];
+            sgemm_fma_step<Cfg>(acc, a[u % 2], b[u % 2]);
         }
         stage = next_stage;
     }
