@@ -47,8 +47,8 @@
  * values rounded to bf16, into W1t, the forward product's operand (H x 784).
  *
  * Measured on an H100 (profile_records.txt, sections 13 and 14), inside a graph: at batch
- * 32 the kernel takes 9.2 us (bf16: 10.4) where the three launches take 13.3 (bf16: 13.7).
- * At batch 256 it takes 30.3 against 25.2 (bf16: 27.3 against 15.2): every row of tiles
+ * 32 the kernel takes 9.4 us (bf16: 10.2) where the three launches take 13.7 (bf16: 13.4).
+ * At batch 256 it takes 30.3 against 24.8 (bf16: 27.0 against 15.1): every row of tiles
  * makes dz1 again for its rows (25 times with 32-row tiles, about 5.8 us), which the three
  * launches do once. steps_three.cuh times both and keeps the faster. */
 #ifndef CH07_KERNELS_BACKWARD_CUH
