@@ -184,17 +184,6 @@ __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan 
     }
 }
 
-/* One k step's FMAs: the thread's TM x TN outer product of its fragments. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
-                                               const float (&b)[Cfg::TN])
-{
-#pragma unroll
-    for (int i = 0; i < Cfg::TM; i++)
-#pragma unroll
-        for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[i] * b[j];
-}
-
 /* How many k steps of a slice the fragment-pipelined loop unrolls at a time: all of them
  * (the default: one straight run of BK steps between barriers), or fewer for a shorter
  * loop body with the same slices (README, "4096³": the instruction-cache question). */

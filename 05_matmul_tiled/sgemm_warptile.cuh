@@ -45,6 +45,17 @@ struct SgemmConfig {
     static_assert(STAGES >= 2, "stages");
 };
 
+/* One k step's FMAs: the thread's TM x TN outer product of its fragments. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
+                                               const float (&b)[Cfg::TN])
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::TM; i++)
+#pragma unroll
+        for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[i] * b[j];
+}
+
 /* The inner product of one BK-slice: per k, TM/4 + TN/4 16-byte shared loads feed TM*TN
  * FMAs. Fully unrolled, so the compiler can load k+1's fragments during k's FMAs. */
 template <typename Cfg>
@@ -61,10 +72,7 @@ __device__ __forceinline__ void sgemm_tile_multiply(const float *As, const float
 #pragma unroll
         for (int j = 0; j < Cfg::TN / 4; j++)
             *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + b_off + j * Cfg::WTC * 4];
-#pragma unroll
-        for (int i = 0; i < Cfg::TM; i++)
-#pragma unroll
-            for (int j = 0; j < Cfg::TN; j++) acc[i][j] += a[i] * b[j];
+        sgemm_fma_step<Cfg>(acc, a, b);
     }
 }
 
