@@ -113,7 +113,7 @@ dp_update_and_gather(float *w, float *v, float *g, size_t n, float lr, float mu,
 /* A replica is a Trainer of this row: its own buffers come from trainer_create, its test
  * pass is the fp32 one; its steps are dp_step's, never the family's. */
 static const StepFamily DP_REPLICA_STEPS = {
-    .fused = 0, .capturable = 0, .own_backward = 0,
+    .fused = 0, .capturable = 0,
     .create = NULL, .destroy = NULL,
     .begin_epoch = NULL, .step = NULL, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,

@@ -65,7 +65,7 @@ static void step_fed(Trainer *t, int step, int batch, float lr, float mu)
 }
 
 static const StepFamily FED_STEPS = {
-    .fused = 1, .capturable = 0, .own_backward = 0,
+    .fused = 1, .capturable = 0,
     .create = fed_create, .destroy = fed_destroy,
     .begin_epoch = NULL, .step = step_fed, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,

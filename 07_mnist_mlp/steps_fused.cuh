@@ -68,7 +68,7 @@ static const StepStages FUSED_STAGES = {(int)(sizeof FUSED_STAGE_NAMES / sizeof 
                                         FUSED_STAGE_NAMES, fused_stage};
 
 static const StepFamily FUSED_STEPS = {
-    .fused = 1, .capturable = 1, .own_backward = 0,
+    .fused = 1, .capturable = 1,
     .create = NULL, .destroy = NULL,
     .begin_epoch = gather_first_batch, .step = step_fused, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &FUSED_STAGES,

@@ -221,17 +221,12 @@ static MlpBwdPlan three_tune_kernel(Trainer *t, double *us_out)
 /* The backward kernel's plan, and whether the backward runs as it or as three launches:
  * both timed inside a graph, the faster kept. Without timing (--check): the kernel up to
  * batch 128, the launches above (what the timing chose on an H100 at 32 and 256), so
- * that the check's shapes take both. The fp32 dW1 product of the three launches gets its
- * plan from gemm_tune.cuh here, as the fused step's does in trainer.cuh (bf16's two
- * products were timed by tc_init). */
+ * that the check's shapes take both. The dW1 product of the three launches has its plan
+ * already: trainer.cuh's tune_products for fp32, tc_init for bf16. */
 template <typename S>
 static void three_choose(Trainer *t)
 {
     ThreeBuffersOf<S> *b = three_buffers<S>(t);
-    if constexpr (!three_bf16<S>()) {
-        t->tuned[1] = gemm_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, t->xt, t->dz1);
-        t->n_tuned = 2;
-    }
     if (gemm_tune_off) {
         b->plan = mlp_bwd_default_plan(t->batch);
         b->launches = t->batch <= 128 ? 1 : 3;
@@ -365,7 +360,7 @@ static const StepStages THREE_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three
 static const StepStages THREE_BF16_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three_stage<MlpBf16>};
 
 static const StepFamily THREE_STEPS = {
-    .fused = 1, .capturable = 1, .own_backward = 1,
+    .fused = 1, .capturable = 1,
     .create = three_create<MlpFp32>, .destroy = three_destroy<MlpFp32>,
     .begin_epoch = three_begin_epoch<MlpFp32>, .step = three_step<MlpFp32>, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &THREE_STAGES,
@@ -374,7 +369,7 @@ static const StepFamily THREE_STEPS = {
 /* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
  * rounded operands), and evaluated with its forward product. */
 static const StepFamily THREE_BF16_STEPS = {
-    .fused = 1, .capturable = 1, .own_backward = 1,
+    .fused = 1, .capturable = 1,
     .create = three_create<MlpBf16>, .destroy = three_destroy<MlpBf16>,
     .begin_epoch = three_begin_epoch<MlpBf16>, .step = three_step<MlpBf16>, .evaluate = tc_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &THREE_BF16_STAGES,

@@ -124,7 +124,7 @@ static void step_unfused(Trainer *t, int s, int batch, float lr, float mu)
 }
 
 static const StepFamily UNFUSED_STEPS = {
-    .fused = 0, .capturable = 0, .own_backward = 0,
+    .fused = 0, .capturable = 0,
     .create = unfused_create, .destroy = unfused_destroy,
     .begin_epoch = NULL, .step = step_unfused, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,

@@ -54,9 +54,6 @@ typedef struct {
     /* its steps only enqueue GPU work and read the batch position from t->cursor, so a
        step or a whole epoch can be captured in a CUDA graph (a row's graph != GRAPH_NONE) */
     int capturable;
-    /* its backward pass is its own (steps_three.cuh): trainer_create tunes only the
-       forward product, and the family's create the rest */
-    int own_backward;
     /* its buffers beyond trainer_create's, kept behind t->own (NULL: none); create runs
        last in trainer_create, destroy first in trainer_destroy */
     void (*create)(Trainer *t);
@@ -192,8 +189,7 @@ static void draw_next_order(Trainer *t)
 
 /* The fused step's two products, x W1 (batch x H x 784) and xt dz1 (784 x H x batch), get
  * the plans that run fastest inside a graph (gemm_tune.cuh), timed on the trainer's own
- * buffers, zeroed first (the parameters are uploaded later); the forward one alone where
- * the family has a backward kernel of its own. */
+ * buffers, zeroed first (the parameters are uploaded later). */
 static void tune_products(Trainer *t)
 {
     size_t bx = (size_t)t->batch * IDX_PIXELS, bh = (size_t)t->batch * t->hidden;
@@ -202,8 +198,6 @@ static void tune_products(Trainer *t)
     CUDA_CHECK(cudaMemset(t->dz1, 0, bh * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->params, 0, t->l.total * sizeof(float)));
     t->tuned[0] = gemm_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, t->x, t->params + t->l.w1);
-    t->n_tuned = 1;
-    if (t->impl->family->own_backward) return;
     t->tuned[1] = gemm_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, t->xt, t->dz1);
     t->n_tuned = 2;
 }
