@@ -56,6 +56,7 @@
 
 #include "kernels.cuh"
 #include "kernels_backward_mma.cuh"
+#include "kernels_sgd_steps.cuh"
 
 /* The two tiles: chapter 05's geometries (warps, 4x4 sub-tiles, the transposed A). */
 enum { MLP_BWD_WIDE, MLP_BWD_THIN, MLP_BWD_NTILES };
@@ -73,12 +74,6 @@ typedef struct {
     int k_rows; /* batch rows of a range: a multiple of MLP_BWD_K_STEP, at most MLP_BWD_MAX_K */
     int splits; /* ranges: ceil(batch / k_rows) */
 } MlpBwdPlan;
-
-/* b1, W2 and b2 (and their velocity) as one array laid out as the parameters are from
- * offset b1 on: b1 at 0, then W2 and b2 at their offsets. */
-typedef struct {
-    float *p, *v;
-} MlpSmall;
 
 /* One launch, with the batch and the product in S's precision: MlpFp32 (the optimized
  * trainer: fp32 FMAs) or MlpBf16 (the bf16 trainer: x and dz1 in bf16 on tensor cores,
@@ -210,116 +205,6 @@ __device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgsOf<S> &a, float
     __syncthreads();
     if (m0 == 0) mlp_bwd_dz1_column<Cfg, S, true>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
     else mlp_bwd_dz1_column<Cfg, S, false>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
-}
-
-/* A ticket: each block of a tile that has added its share draws one from the tile's counter
- * (an atomic add); the block that draws the last of `count` knows every share has landed,
- * takes the step that needed them all, and resets the counter for the next launch. What a
- * block wrote before its draw must be visible to the block that draws the last, as in a
- * grid barrier: the block's barrier (its threads' writes before thread 0's draw), a fence
- * by thread 0 before the draw, and one by the last block's thread 0 after it, before the
- * barrier that lets its threads read. Every thread of the block calls it. */
-__device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
-{
-    __shared__ int s_last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(counter, 1) == count - 1;
-        if (s_last) {
-            *counter = 0;
-            __threadfence();
-        }
-    }
-    __syncthreads();
-    return s_last;
-}
-
-/* The SGD step of N small parameters at offsets at[0 .. N), from a.in into a.out: v = v + g
- * (g NULL: the gradient is in in.v already, added by the tile's blocks), w -= lr v, and mu v
- * stored. in.v is read past L1 (other blocks' atomics put it in L2); all loads come before
- * any store. */
-template <int N, typename S>
-__device__ __forceinline__ void mlp_bwd_step_small(const MlpBwdArgsOf<S> &a, const int (&at)[N], const float *g)
-{
-    float mv[N], mw[N];
-#pragma unroll
-    for (int k = 0; k < N; k++) mv[k] = __ldcg(a.in.v + at[k]), mw[k] = a.in.p[at[k]];
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        float m = mv[k] + (g ? g[k] : 0.0f);
-        a.out.p[at[k]] = mw[k] - a.lr * m;
-        a.out.v[at[k]] = a.mu * m;
-    }
-}
-
-/* Unit j's row of W2 and b1[j], with this block's sums g (W2's row, then b1) or, g NULL,
- * with what the tile's blocks added into in.v; and b2 when `with_b2` (thread j < 10 steps
- * b2[j]; its gradient came from the output layer). */
-template <typename S>
-__device__ __forceinline__ void mlp_bwd_step_unit(const MlpBwdArgsOf<S> &a, int j, const float *g, bool with_b2)
-{
-    if (j < a.hidden) {
-        int at[MLP_CLASSES + 1];
-#pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) at[c] = a.w2 + j * MLP_CLASSES + c;
-        at[MLP_CLASSES] = j;
-        mlp_bwd_step_small<MLP_CLASSES + 1>(a, at, g);
-    }
-    if (with_b2 && j < MLP_CLASSES) {
-        const int at[1] = {a.b2 + j};
-        mlp_bwd_step_small<1>(a, at, NULL);
-    }
-}
-
-/* 16-byte load past L1 (or element by element at the edge), zeros outside the matrix. */
-__device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int col, int rows, int cols, bool vec)
-{
-    if (row >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float *p = base + (size_t)row * cols + col;
-    if (vec && col + 3 < cols) return __ldcg((const float4 *)p);
-    float4 r;
-    r.x = col < cols ? __ldcg(p) : 0.0f;
-    r.y = col + 1 < cols ? __ldcg(p + 1) : 0.0f;
-    r.z = col + 2 < cols ? __ldcg(p + 2) : 0.0f;
-    r.w = col + 3 < cols ? __ldcg(p + 3) : 0.0f;
-    return r;
-}
-
-/* The SGD step on the BM x BN tile of W1 at (m0, n0) (W1: rows x cols): v = v + g with g
- * the tile's gradient staged in shared memory (BN floats a row; NULL: already in v), then
- * w -= lr v and v = mu v; the new w also into w_out (shared, laid out as g; NULL: not). Consecutive threads take consecutive float4 of a row (coalesced),
- * and each issues up to 8 float4 loads of v and 8 of w before its stores: two memory
- * latencies for a 64 x 128 tile, not one per float4. */
-template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, float *w_out, int m0, int n0,
-                                             int rows, int cols, float lr, float mu, bool vec)
-{
-    constexpr int QR = BN / 4, PER = BM * QR / THREADS, BATCH = PER < 8 ? PER : 8;
-    static_assert(BM * QR % THREADS == 0 && PER % BATCH == 0, "whole batches of float4s");
-#pragma unroll
-    for (int b0 = 0; b0 < PER; b0 += BATCH) {
-        float4 mv[BATCH], mw[BATCH];
-#pragma unroll
-        for (int q = 0; q < BATCH; q++) {
-            int i = (b0 + q) * THREADS + threadIdx.x, r = m0 + i / QR, c = n0 + i % QR * 4;
-            mv[q] = mlp_load4_cg(v, r, c, rows, cols, vec);
-            mw[q] = sgemm_load4(w, r, c, rows, cols, vec);
-        }
-#pragma unroll
-        for (int q = 0; q < BATCH; q++) {
-            int i = (b0 + q) * THREADS + threadIdx.x, r = m0 + i / QR, c = n0 + i % QR * 4;
-            float4 m = mv[q], p = mw[q];
-            if (g) {
-                float4 d = *(const float4 *)(g + (i / QR) * BN + i % QR * 4);
-                m.x += d.x, m.y += d.y, m.z += d.z, m.w += d.w;
-            }
-            float4 np = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
-            sgemm_write4(w, r, c, rows, cols, vec, np);
-            if (w_out) *(float4 *)(w_out + (i / QR) * BN + i % QR * 4) = np;
-            sgemm_write4(v, r, c, rows, cols, vec, make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w));
-        }
-    }
 }
 
 /* This thread's TM x TN outputs (chapter 05's warp-tiled layout) into the block's BM x BN

@@ -212,5 +212,4 @@ static const StepFamily TF32_STEPS = {
     .tolerances = &TC_TOLERANCES, .stages = &TF32_STAGES,
 };
 
-
 #endif
