@@ -128,6 +128,10 @@ static void stage_times(Trainer *t, int reps, double *us)
         fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n", t->impl->name, MAX_STAGES);
         exit(1);
     }
+    if (stages->measure) {
+        stages->measure(t, us);
+        return;
+    }
     CUDA_CHECK(cudaMemset(t->cursor, 0, sizeof(int)));
     for (int k = 0; k < stages->count; k++) {
         StageCtx c = {t, k};
@@ -137,12 +141,13 @@ static void stage_times(Trainer *t, int reps, double *us)
 
 /* Epochs each trainer is timed for: the slow ones need fewer for a stable median. The
  * host-fed `fed` has run its first epochs slower (22, 18, 16 ms once at batch 256), so the
- * fused trainers get five. */
+ * fused trainers get five; those that run an epoch as one launch (a graph, or one kernel)
+ * all of them. */
 static int bench_epochs(const Impl *impl, int epochs)
 {
+    if (impl->graph == GRAPH_EPOCH || impl->family->epoch) return epochs;
     if (!strcmp(impl->role, "naive") || !impl->family->fused) return epochs < 2 ? epochs : 2;
-    if (impl->graph != GRAPH_EPOCH) return epochs < 5 ? epochs : 5;
-    return epochs;
+    return epochs < 5 ? epochs : 5;
 }
 
 /* A step of trainer k in the epoch graph: its epoch time over its steps, in us. */
@@ -222,11 +227,17 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
            f->momentum, d->name);
     for (int k = 0; k < NIMPLS; k++) {
         if (!kernel_selected(o, IMPLS[k].name)) continue;
+        char why[200];
+        if (impl_unsupported(&IMPLS[k], hidden, batch, why, sizeof why)) {
+            printf("  %s skipped: %s\n", IMPLS[k].name, why);
+            continue;
+        }
         Trainer t;
         trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
-        if (IMPLS[k].graph == GRAPH_EPOCH && IMPLS[k].family->stages) stage_times(&t, o->reps, stage_us[k]);
+        if ((IMPLS[k].graph == GRAPH_EPOCH || IMPLS[k].family->epoch) && IMPLS[k].family->stages)
+            stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
         stage_csv_rows(info, batch, n_train, res, stage_us, k);
     }

@@ -221,6 +221,11 @@ static int run_checks(const Options *o)
         int made[CHECK_NPRECISIONS] = {0};
         for (int k = 0; k < NIMPLS; k++) {
             if (!kernel_selected(o, IMPLS[k].name)) continue;
+            char why[200];
+            if (impl_unsupported(&IMPLS[k], H, B, why, sizeof why)) {
+                printf("  skip %-28s size %dx%-13d %s\n", IMPLS[k].name, B, H, why);
+                continue;
+            }
             int r = check_precision(&IMPLS[k]);
             if (!made[r]) check_case_create_rounded(&cases[r], B, H, seed, CHECK_ROUNDINGS[r]), made[r] = 1;
             fails += check_impl(&IMPLS[k], &cases[r], seed);

@@ -88,7 +88,10 @@ static EpochResult run_epoch(Trainer *t)
     CUDA_CHECK(cudaDeviceSynchronize());
     double t0 = wall_ms();
     begin_epoch_order(t);
-    if (t->impl->graph == GRAPH_EPOCH) {
+    if (t->impl->family->epoch) {
+        reset_epoch_counters(t);
+        t->impl->family->epoch(t);
+    } else if (t->impl->graph == GRAPH_EPOCH) {
         CUDA_CHECK(cudaGraphLaunch(t->epoch_exec, cudaStreamPerThread));
     } else {
         reset_epoch_counters(t);

@@ -71,6 +71,9 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
         failed = dp_train(d, n_train, batch, info->name, o->seed, p0, &r);
 #endif
     } else {
+        char why[200];
+        if (impl_unsupported(impl, f->hidden, batch, why, sizeof why))
+            cli_fail(&SPEC, "--impl %s cannot train H = %d in batches of %d here: %s", impl->name, f->hidden, batch, why);
         Trainer t;
         trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std, o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);

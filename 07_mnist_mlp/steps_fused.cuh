@@ -65,13 +65,14 @@ static void fused_stage(Trainer *t, int stage)
 static const char *const FUSED_STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward", "gemm_dW1",
                                                 "update_and_gather"};
 static const StepStages FUSED_STAGES = {(int)(sizeof FUSED_STAGE_NAMES / sizeof FUSED_STAGE_NAMES[0]),
-                                        FUSED_STAGE_NAMES, fused_stage};
+                                        FUSED_STAGE_NAMES, fused_stage, NULL};
 
 static const StepFamily FUSED_STEPS = {
     .fused = 1, .capturable = 1,
     .create = NULL, .destroy = NULL,
     .begin_epoch = gather_first_batch, .step = step_fused, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &FUSED_STAGES,
+    .epoch = NULL, .unsupported = NULL,
 };
 
 #endif

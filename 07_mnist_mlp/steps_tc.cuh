@@ -203,13 +203,14 @@ static double tc_evaluate(Trainer *t, double *loss) { return evaluate_with(t, lo
  * MLP_TC_TOLERANCES, which the host test holds the model to (within half of each). */
 static const CheckTolerances TC_TOLERANCES = {MLP_TC_TOLERANCES};
 
-static const StepStages TF32_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpTf32>};
+static const StepStages TF32_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpTf32>, NULL};
 
 static const StepFamily TF32_STEPS = {
     .fused = 1, .capturable = 1,
     .create = tc_create<MlpTf32>, .destroy = tc_destroy<MlpTf32>,
     .begin_epoch = tc_begin_epoch<MlpTf32>, .step = tc_step<MlpTf32>, .evaluate = tc_evaluate<MlpTf32>,
     .tolerances = &TC_TOLERANCES, .stages = &TF32_STAGES,
+    .epoch = NULL, .unsupported = NULL,
 };
 
 #endif

@@ -356,14 +356,15 @@ static void three_stage(Trainer *t, int stage)
 
 static const char *const THREE_STAGE_NAMES[] = {"gemm_forward", "output_layer", "backward_and_update"};
 #define THREE_LAUNCHES (int)(sizeof THREE_STAGE_NAMES / sizeof THREE_STAGE_NAMES[0])
-static const StepStages THREE_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three_stage<MlpFp32>};
-static const StepStages THREE_BF16_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three_stage<MlpBf16>};
+static const StepStages THREE_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three_stage<MlpFp32>, NULL};
+static const StepStages THREE_BF16_STAGES = {THREE_LAUNCHES, THREE_STAGE_NAMES, three_stage<MlpBf16>, NULL};
 
 static const StepFamily THREE_STEPS = {
     .fused = 1, .capturable = 1,
     .create = three_create<MlpFp32>, .destroy = three_destroy<MlpFp32>,
     .begin_epoch = three_begin_epoch<MlpFp32>, .step = three_step<MlpFp32>, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &THREE_STAGES,
+    .epoch = NULL, .unsupported = NULL,
 };
 
 /* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
@@ -373,6 +374,7 @@ static const StepFamily THREE_BF16_STEPS = {
     .create = three_create<MlpBf16>, .destroy = three_destroy<MlpBf16>,
     .begin_epoch = three_begin_epoch<MlpBf16>, .step = three_step<MlpBf16>, .evaluate = tc_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &THREE_BF16_STAGES,
+    .epoch = NULL, .unsupported = NULL,
 };
 
 #endif

@@ -24,7 +24,7 @@
 
 typedef struct Trainer Trainer;
 
-enum { GEMM_NAIVE, GEMM_BEST, GEMM_CUBLAS, GEMM_TENSOR_CORES };
+enum { GEMM_NAIVE, GEMM_BEST, GEMM_CUBLAS, GEMM_TENSOR_CORES, GEMM_OWN };
 enum { GRAPH_NONE, GRAPH_STEP, GRAPH_EPOCH };
 enum { FEED_RESIDENT, FEED_COPY, FEED_DOUBLE_BUFFER };
 
@@ -38,11 +38,13 @@ typedef struct {
 
 #define MAX_STAGES 8   /* launches of a step the bench may time one by one */
 
-/* A step's launches, for the bench to time one by one. */
+/* A step's launches, for the bench to time one by one; or, for a step that is no launch of
+ * its own (a persistent kernel's), its phases, measured inside an epoch. */
 typedef struct {
     int count;                          /* at most MAX_STAGES */
     const char *const *names;
-    void (*run)(Trainer *t, int stage); /* launch `stage` alone */
+    void (*run)(Trainer *t, int stage); /* launch `stage` alone (NULL: measure instead) */
+    void (*measure)(Trainer *t, double *us); /* every stage's us a step at once */
 } StepStages;
 
 /* A family of steps. A new family is a file that defines one of these (and the functions
@@ -67,13 +69,20 @@ typedef struct {
     double (*evaluate)(Trainer *t, double *loss);
     const CheckTolerances *tolerances;  /* NULL: fp32's */
     const StepStages *stages;           /* --bench: the launches it times (NULL: none) */
+    /* a whole epoch in one launch, after the epoch's counters are cleared (NULL: the epoch
+       is its steps, one by one or in a graph); such a family has no `step` */
+    void (*epoch)(Trainer *t);
+    /* why it cannot train H hidden units in batches of B on this GPU: 1 and the reason in
+       why, or 0 if it can (NULL: it always can) */
+    int (*unsupported)(int hidden, int batch, char *why, size_t len);
 } StepFamily;
 
 typedef struct {
     const char *name, *role;
     const StepFamily *family;
     int gemm;          /* GEMM_*: the products of gemm() below, or GEMM_TENSOR_CORES: the
-                          family's own (chapter 05's tensor-core GEMMs in the row's precision) */
+                          family's own (chapter 05's tensor-core GEMMs in the row's precision),
+                          or GEMM_OWN: products inside the family's own kernel */
     int feed;          /* FEED_*: the training set on the GPU, or each batch gathered on the
                           host and copied (synchronously, or double-buffered as in chapter 06);
                           the copying is the family's: FEED_COPY the unfused step's,
@@ -156,6 +165,13 @@ static MlpBatch fused_batch(const Trainer *t)
 {
     MlpBatch b = {t->x, t->xt, t->y, t->z1, (size_t)t->batch * t->hidden};
     return b;
+}
+
+/* Why trainer `impl` cannot train H hidden units in batches of B on this GPU: 1 and the
+ * reason in why, or 0 if it can. */
+static int impl_unsupported(const Impl *impl, int hidden, int batch, char *why, size_t len)
+{
+    return impl->family->unsupported ? impl->family->unsupported(hidden, batch, why, len) : 0;
 }
 
 static int steps_per_epoch(const Trainer *t) { return (t->n_train + t->batch - 1) / t->batch; }

@@ -9,6 +9,7 @@
 
 #include "steps_fed.cuh"
 #include "steps_fused.cuh"
+#include "steps_persistent.cuh"
 #include "steps_tc.cuh"
 #include "steps_three.cuh"
 #include "steps_unfused.cuh"
@@ -26,6 +27,8 @@ static const Impl IMPLS[] = {
     {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
     {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "tf32"},
     {"bf16", "optimized", &THREE_BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "bf16"},
+    {"persistent", "optimized", &PERSISTENT_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE, "optimized", "fp32"},
+    {"persistent_bf16", "optimized", &PERSISTENT_BF16_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE, "persistent", "bf16"},
 };
 #define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
 

@@ -1,0 +1,515 @@
+/* Chapter 07: the persistent trainer, mlp_persistent: a whole epoch in one launch, with
+ * the weights on the chip from its first step to its last (steps_persistent.cuh runs it).
+ *
+ * The three-launch step of `optimized` still hands everything over through memory: each
+ * launch reads W1 (3.2 MB) or its velocity from L2 or DRAM, writes what the next one needs,
+ * and waits for the one before to drain. Here one grid of 16 clusters x 8 blocks (H = 1024:
+ * one block per SM) stays resident for all 235 steps, and each block keeps its piece of the
+ * model where it computes:
+ *
+ *                    units u0 .. u0+63 (cluster g)
+ *                   +---------------------------+
+ *   pixels  rank 0  |  W1 slice (96 x 64) smem  |  velocity: registers of the threads
+ *   (784,   rank 1  |  ...                      |  that compute its gradient
+ *   cut in  ...     |                           |
+ *   8)      rank 7  |  W1 slice (112 x 64)      |  + W2 rows u0.., b1, b2 (each block a copy)
+ *                   +---------------------------+
+ *
+ * One step, for block (g, q) (q: its rank in the cluster), in phases:
+ *
+ *   A  forward     part = x[:, slice q] . W1[slice q, units g]        (rows x 64, local)
+ *      -- cluster barrier --
+ *   B  reduce      rows R q .. R q + R - 1 (R = rows / 8): z1 = b1 + the 8 blocks' parts,
+ *                  read from their shared memory (distributed shared memory); a1 = relu(z1);
+ *                  the cluster's share of z2 (a1 W2[units g]) to z2part in memory
+ *      -- grid barrier (the only one) --
+ *   C  softmax     z2 = b2 + the 16 clusters' shares; dz2, the loss; the block's share of
+ *                  dW2, db1, db2 and dz1 = relu'(z1) (dz2 W2^T) for its rows
+ *      -- cluster barrier --
+ *   D  gather      dz1 of all rows from the 8 blocks; W2, b1, b2 stepped from the 8 blocks'
+ *                  shares (every block of the cluster the same sums in the same order, so
+ *                  every copy stays the same; b2 is the same in every cluster too)
+ *   E  dW1 + step  g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
+ *                  next batch's slice of x, whose loads were issued before the product
+ *
+ * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
+ * is the batch's bytes (each block its slice: 25 KB of pixels at batch 256) and z2's shares
+ * (10 KB a cluster). z2part is double-buffered by the step's parity: a block may write step
+ * s + 1's share while another still reads step s's, but not step s + 2's (it would have had
+ * to pass step s + 1's grid barrier, which waits for everyone).
+ *
+ * A grid barrier is only safe if every block is running at once: the launch asks for that
+ * (a cooperative launch where the driver takes one with clusters), and steps_persistent.cuh
+ * refuses shapes whose grid cannot be resident (cudaOccupancyMaxActiveClusters), GPUs
+ * without clusters (before sm_90), and batches over 256 rows (the shared memory is sized for
+ * them). The test pass runs the same kernel with train = 0: phases A to C, the loss and the
+ * count of correct rows.
+ *
+ * x is normalized as p * scale + shift (one FMA a pixel) where the other trainers divide
+ * twice ((p / 255 - mean) / std): within an ulp or two of theirs. */
+#ifndef CH07_KERNELS_PERSISTENT_CUH
+#define CH07_KERNELS_PERSISTENT_CUH
+
+#include "kernels_persistent_products.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PST_DEVICE 1 /* clusters and distributed shared memory: sm_90 and newer */
+#endif
+
+/* One launch: a training epoch (train = 1) or the test pass (train = 0). */
+typedef struct {
+    const unsigned char *pixels, *labels;
+    const int *order;           /* batch row b of step s is image order[s * batch + b] */
+    int images, batch, steps;   /* steps = ceil(images / batch); 0: the launch does nothing */
+    float scale, shift;         /* x = pixel * scale + shift */
+    float *params, *vel;        /* reference.h's layout: W1 | b1 | W2 | b2 */
+    int hidden, w1, b1, w2, b2; /* H and the offsets (floats) */
+    float lr, mu;
+    int train;
+    float *z2part;              /* [2][groups][256][10]: each cluster's share of z2 */
+    unsigned *barrier;          /* the grid barrier's count: 0 at launch */
+    float *loss;                /* train: one sum a step; test: the total */
+    int *correct;               /* test: rows whose largest logit is the label */
+    float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
+    long long *phase_cycles;    /* NULL, or PST_PHASES sums: block 0's clock cycles in each phase */
+} PstArgs;
+
+/* The phases of a step, as the bench reports them (phase_cycles). */
+enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_GATHER, PST_DW1, PST_PHASES };
+
+/* A block's shared memory. part holds the forward's partial sums, then (phase D on) dz1 of
+ * every row of the batch in the product's type; own holds z1 of the block's rows, then
+ * their dz1. The small parameters: W2's rows of the cluster's units, b1 of them, b2, each
+ * with its velocity (v...) and the block's share of its gradient (g...). */
+template <typename S>
+struct PstShared {
+    typedef typename PstProduct<S>::T T;
+    alignas(16) T xs[PST_MAX_ROWS * PstProduct<S>::X_ROW];
+    alignas(16) float part[PST_MAX_ROWS * PST_UNITS];
+    alignas(16) T w1s[PstProduct<S>::MAX_SLICE * PstProduct<S>::W_ROW];
+    alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
+    alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
+    alignas(16) float b1[PST_UNITS], vb1[PST_UNITS], gb1[PST_UNITS];
+    float b2[16], vb2[16], gb2[16];
+    float dz2[PST_OWN_ROWS * MLP_CLASSES];
+    int y[PST_OWN_ROWS];
+    float loss;
+    int correct;
+};
+static_assert(PST_MAX_ROWS * PstProduct<MlpBf16>::D_ROW * 2 <= PST_MAX_ROWS * PST_UNITS * 4, "bf16 dz1 fits in part");
+
+/* Batch rows of step s, and the rows a rank finishes (R of them from R q; R = ceil(rows / 8)). */
+static inline __host__ __device__ int pst_rows(const PstArgs &a, int s)
+{
+    int left = a.images - s * a.batch;
+    return left < a.batch ? left : a.batch;
+}
+
+typedef struct {
+    int R, r0, n; /* rows per rank, the first of this rank's, how many it has (0 for the last ranks of a tiny batch) */
+} PstOwn;
+
+static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
+{
+    PstOwn o;
+    o.R = (rows + PST_CLUSTER - 1) / PST_CLUSTER;
+    o.r0 = rank * o.R;
+    o.n = rows - o.r0 < o.R ? rows - o.r0 : o.R;
+    if (o.n < 0) o.n = 0;
+    return o;
+}
+
+#ifdef PST_DEVICE
+
+/* ------------------------------------------------------------------ the cluster and the grid */
+
+/* This block's rank in its cluster. */
+static __device__ __forceinline__ int pst_rank(void)
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return (int)r;
+}
+
+/* The same shared-memory object in block `rank` of the cluster: its shared::cluster
+ * address, for ld/st.shared::cluster (distributed shared memory). */
+static __device__ __forceinline__ uint32_t pst_peer(const void *p, unsigned rank)
+{
+    uint32_t out;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"((uint32_t)__cvta_generic_to_shared(p)), "r"(rank));
+    return out;
+}
+
+static __device__ __forceinline__ float pst_ld_peer(uint32_t addr)
+{
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
+}
+
+static __device__ __forceinline__ float4 pst_ld_peer4(uint32_t addr)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
+    return v;
+}
+
+/* Every block of the grid meets here (the count goes up by the grid's size each time, so
+ * it is never reset during the launch). Thread 0 publishes its block's writes (fence, then
+ * the arrival) and waits, with acquire loads, until every block arrived. (Gathering each
+ * cluster first with its hardware barrier, one arrival a cluster, measured 1 us slower a
+ * step: two cluster barriers cost more than 120 atomics on one address.) */
+static __device__ __forceinline__ void pst_grid_sync(unsigned *count, unsigned target)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(count, 1u);
+        unsigned seen;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(count) : "memory");
+        } while (seen < target);
+    }
+    __syncthreads();
+}
+
+/* ------------------------------------------------------------------ the batch */
+
+/* Thread r's row of a batch (step s's row r), loaded ahead: its slice's pixels, its label. */
+template <typename S>
+static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
+                                                     int s, int rows, int k0, int ks)
+{
+    int r = threadIdx.x;
+    if (r >= rows) return;
+    int img = a.order[s * a.batch + r];
+    PstProduct<S>::fetch(row, a.pixels + (size_t)img * IDX_PIXELS, k0, ks);
+    label = a.labels[img];
+}
+
+/* ... into x (rows past the batch: zeros, which the products may read) and the labels of
+ * this rank's rows. */
+template <typename S>
+static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, const typename PstProduct<S>::Row &row, int label,
+                                                   const PstArgs &a, int rows, int rank, int ks)
+{
+    int r = threadIdx.x;
+    PstProduct<S>::put(sm.xs, r, row, ks, r < rows, a.scale, a.shift);
+    PstOwn o = pst_own(rows, rank);
+    if (r >= o.r0 && r < o.r0 + o.n) sm.y[r - o.r0] = label;
+}
+
+/* ------------------------------------------------------------------ the small parameters */
+
+/* W2's rows of units u0 .. u0+63, b1 of them and b2, with their velocities (units past H: 0). */
+template <typename S>
+static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const PstArgs &a, int u0)
+{
+    for (int i = threadIdx.x; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        bool ok = u0 + i / MLP_CLASSES < a.hidden;
+        size_t at = (size_t)u0 * MLP_CLASSES + i;
+        sm.w2[i] = ok ? a.params[a.w2 + at] : 0.0f;
+        sm.vw2[i] = ok ? a.vel[a.w2 + at] : 0.0f;
+    }
+    int t = threadIdx.x;
+    if (t < PST_UNITS) {
+        bool ok = u0 + t < a.hidden;
+        sm.b1[t] = ok ? a.params[a.b1 + u0 + t] : 0.0f;
+        sm.vb1[t] = ok ? a.vel[a.b1 + u0 + t] : 0.0f;
+    }
+    if (t < 16) {
+        sm.b2[t] = t < MLP_CLASSES ? a.params[a.b2 + t] : 0.0f;
+        sm.vb2[t] = t < MLP_CLASSES ? a.vel[a.b2 + t] : 0.0f;
+    }
+    if (t == 0) sm.loss = 0.0f, sm.correct = 0;
+}
+
+/* ... and back: rank 0 of each cluster its units' W2 rows and b1, block 0 b2. */
+template <typename S>
+static __device__ __forceinline__ void pst_store_small(const PstShared<S> &sm, const PstArgs &a, int u0, int rank)
+{
+    if (rank != 0) return;
+    for (int i = threadIdx.x; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        if (u0 + i / MLP_CLASSES >= a.hidden) continue;
+        size_t at = (size_t)u0 * MLP_CLASSES + i;
+        a.params[a.w2 + at] = sm.w2[i];
+        a.vel[a.w2 + at] = sm.vw2[i];
+    }
+    int t = threadIdx.x;
+    if (t < PST_UNITS && u0 + t < a.hidden) a.params[a.b1 + u0 + t] = sm.b1[t], a.vel[a.b1 + u0 + t] = sm.vb1[t];
+    if (blockIdx.x == 0 && t < MLP_CLASSES) a.params[a.b2 + t] = sm.b2[t], a.vel[a.b2 + t] = sm.vb2[t];
+}
+
+/* ------------------------------------------------------------------ phase B */
+
+/* z1 of this rank's rows: b1 plus every block's partial sums (part by part, each in rank
+ * order), into own; on the step --check reads, also into z1_last. The 8 blocks' pieces of
+ * a float4 are all loaded before any is added: a load from another SM's shared memory takes
+ * hundreds of cycles, and one after another they were most of the phase. */
+template <typename S>
+static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, PstSplit sp, int u0,
+                                                     bool record)
+{
+    constexpr int Q = PST_UNITS / 4;
+    for (int i = threadIdx.x; i < o.n * Q; i += PST_THREADS) {
+        int rl = i / Q, c4 = i % Q, r = o.r0 + rl;
+        float4 z = *(const float4 *)(sm.b1 + 4 * c4);
+        for (int p = 0; p < sp.parts; p++) {
+            size_t at = ((size_t)p * sp.per + r) * PST_UNITS + 4 * c4;
+            float4 v[PST_CLUSTER];
+#pragma unroll
+            for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * (uint32_t)at);
+#pragma unroll
+            for (int peer = 0; peer < PST_CLUSTER; peer++)
+                z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
+        }
+        *(float4 *)(sm.own + rl * PST_UNITS + 4 * c4) = z;
+        if (record) {
+            const float zs[4] = {z.x, z.y, z.z, z.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (u0 + 4 * c4 + e < a.hidden) a.z1_last[(size_t)r * a.hidden + u0 + 4 * c4 + e] = zs[e];
+        }
+    }
+}
+
+/* The cluster's share of z2 for this rank's rows: relu(z1) . W2[units], into z2part. */
+template <typename S>
+static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
+                                                    int groups, int buf)
+{
+    float *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
+        int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
+        const float *z = sm.own + rl * PST_UNITS;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* four chains of FMAs, not one of 72 */
+#pragma unroll
+        for (int u = 0; u < PST_UNITS; u += 4)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[e] = fmaf(fmaxf(z[u + e], 0.0f), sm.w2[(u + e) * MLP_CLASSES + c], acc[e]);
+        out[(size_t)(o.r0 + rl) * MLP_CLASSES + c] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+}
+
+/* ------------------------------------------------------------------ phase C */
+
+/* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
+ * softmax, the loss, and when training dz2 = (p - onehot) / rows. First every thread loads
+ * the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2 in
+ * sm.dz2: one round trip to L2, not one a row. Then a warp a row, lane c class c (lanes
+ * 10-31 only take part in the shuffles), as in kernels.cuh's output layer. Only cluster 0
+ * counts the loss and the correct rows (every cluster computes the same). */
+template <typename S>
+static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group,
+                                                   int groups, int buf, bool record)
+{
+    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, BATCH = 16;
+    const float *in = a.z2part + (size_t)buf * groups * PST_MAX_ROWS * MLP_CLASSES;
+    float z[MINE];
+#pragma unroll
+    for (int j = 0; j < MINE; j++) z[j] = sm.b2[(threadIdx.x + j * PST_THREADS) % MLP_CLASSES];
+    for (int g0 = 0; g0 < groups; g0 += BATCH) {
+        float share[MINE][BATCH];
+#pragma unroll
+        for (int j = 0; j < MINE; j++) {
+            int i = threadIdx.x + j * PST_THREADS;
+#pragma unroll
+            for (int g = 0; g < BATCH; g++)
+                share[j][g] = i < o.n * MLP_CLASSES && g0 + g < groups
+                                  ? __ldcg(in + ((size_t)(g0 + g) * PST_MAX_ROWS + o.r0) * MLP_CLASSES + i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < MINE; j++)
+#pragma unroll
+            for (int g = 0; g < BATCH; g++) z[j] += share[j][g];
+    }
+#pragma unroll
+    for (int j = 0; j < MINE; j++)
+        if (threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES) sm.dz2[threadIdx.x + j * PST_THREADS] = z[j];
+    __syncthreads();
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int rl = warp; rl < o.n; rl += PST_THREADS / 32) {
+        int r = o.r0 + rl, label = sm.y[rl];
+        bool mine = lane < MLP_CLASSES;
+        int c = mine ? lane : 0, best = c;
+        float zc = mine ? sm.dz2[rl * MLP_CLASSES + c] : 0.0f; /* lane c alone reads and writes element c */
+        float zmax = mine ? zc : -INFINITY;
+        for (int off = 16; off > 0; off /= 2) {
+            float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
+            int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
+            if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
+        }
+        float e = mine ? expf(zc - zmax) : 0.0f;
+        float sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
+        float zlabel = __shfl_sync(REDUCE_FULL_MASK, zc, label);
+        if (group == 0 && lane == 0) {
+            atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
+            if (best == label) atomicAdd(&sm.correct, 1);
+        }
+        if (a.train && mine) {
+            float d = (e / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
+            sm.dz2[rl * MLP_CLASSES + lane] = d;
+            if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane] = d;
+        }
+    }
+}
+
+/* The block's share of the small gradients over its rows, and their dz1 in place of z1:
+ *   gW2[u][c] = sum relu(z1[r][u]) dz2[r][c]    gb2[c] = sum dz2[r][c]
+ *   dz1[r][u] = z1[r][u] > 0 ? sum_c dz2[r][c] W2[u][c] : 0    gb1[u] = sum dz1[r][u]
+ * and dz1 of its rows stored into every block's part, where the dW1 product reads all the
+ * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
+ * as loads from it would; the cluster barrier after this makes them visible. Every part is
+ * free by now: the last reads of the forward's partial sums came before the grid barrier.
+ * The rows past the batch up to the next multiple of 16, which bf16's product reads, are
+ * cleared by each block in its own part. */
+template <typename S>
+static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)
+{
+    int t = threadIdx.x;
+    for (int i = t; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        int u = i / MLP_CLASSES, c = i % MLP_CLASSES;
+        float acc[2] = {0.0f, 0.0f};
+#pragma unroll 4
+        for (int rl = 0; rl < o.n; rl++)
+            acc[rl & 1] = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], acc[rl & 1]);
+        sm.gw2[i] = acc[0] + acc[1];
+    }
+    if (t < MLP_CLASSES) {
+        float acc = 0.0f;
+        for (int rl = 0; rl < o.n; rl++) acc += sm.dz2[rl * MLP_CLASSES + t];
+        sm.gb2[t] = acc;
+    }
+    __syncthreads();
+    for (int i = t; i < o.n * PST_UNITS; i += PST_THREADS) {
+        int rl = i / PST_UNITS, u = i % PST_UNITS;
+        float da = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(sm.dz2[rl * MLP_CLASSES + c], sm.w2[u * MLP_CLASSES + c], da);
+        sm.own[i] = sm.own[i] > 0.0f ? da : 0.0f;
+    }
+    __syncthreads();
+    constexpr int Q = PST_UNITS / 4;
+    for (int i = t; i < o.n * Q; i += PST_THREADS) {
+        int rl = i / Q, c4 = i % Q;
+        float4 d = *(const float4 *)(sm.own + rl * PST_UNITS + 4 * c4);
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++) PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, c4, d);
+    }
+    int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
+    for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    if (t < PST_UNITS) {
+        float acc[2] = {0.0f, 0.0f};
+#pragma unroll 4
+        for (int rl = 0; rl < o.n; rl++) acc[rl & 1] += sm.own[rl * PST_UNITS + t];
+        sm.gb1[t] = acc[0] + acc[1];
+    }
+}
+
+/* ------------------------------------------------------------------ phase D */
+
+/* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order. */
+template <typename S>
+static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr, float mu)
+{
+    constexpr int NW = PST_UNITS * MLP_CLASSES, NB = NW + PST_UNITS, N = NB + MLP_CLASSES;
+    for (int i = threadIdx.x; i < N; i += PST_THREADS) {
+        float *w = i < NW ? sm.w2 + i : i < NB ? sm.b1 + (i - NW) : sm.b2 + (i - NB);
+        float *v = i < NW ? sm.vw2 + i : i < NB ? sm.vb1 + (i - NW) : sm.vb2 + (i - NB);
+        float *g = i < NW ? sm.gw2 + i : i < NB ? sm.gb1 + (i - NW) : sm.gb2 + (i - NB);
+        float share[PST_CLUSTER], sum = 0.0f; /* the 8 remote loads in flight together */
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++) share[peer] = pst_ld_peer(pst_peer(g, peer));
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++) sum += share[peer];
+        *v = fmaf(mu, *v, sum);
+        *w -= lr * *v;
+    }
+}
+
+#endif /* PST_DEVICE */
+
+/* ------------------------------------------------------------------ the kernel */
+
+/* One block of 256 threads per SM (its shared memory is nearly all of the SM's), in
+ * clusters of 8 (the launch sets the cluster size). */
+template <typename S>
+__global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a)
+{
+#ifdef PST_DEVICE
+    typedef PstProduct<S> P;
+    extern __shared__ __align__(16) unsigned char pst_smem[];
+    PstShared<S> &sm = *(PstShared<S> *)pst_smem;
+    if (a.steps == 0) return;
+    const int rank = pst_rank(), group = blockIdx.x / PST_CLUSTER, groups = gridDim.x / PST_CLUSTER;
+    const int k0 = pst_slice_begin(rank, P::QUANTUM), ks = pst_slice_begin(rank + 1, P::QUANTUM) - k0;
+    const int u0 = group * PST_UNITS;
+    P prod;
+    prod.load(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
+    pst_load_small(sm, a, u0);
+    typename P::Row row;
+    int label = 0;
+    pst_fetch_row<S>(row, label, a, 0, pst_rows(a, 0), k0, ks);
+    pst_put_row(sm, row, label, a, pst_rows(a, 0), rank, ks);
+    __syncthreads();
+    /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
+    const bool stamp = a.phase_cycles && blockIdx.x == 0 && threadIdx.x == 0;
+    long long cycles[PST_PHASES] = {}, last = clock64();
+#define PST_STAMP(phase) do { if (stamp) { long long now_ = clock64(); cycles[phase] += now_ - last; last = now_; } } while (0)
+    for (int s = 0; s < a.steps; s++) {
+        const int rows = pst_rows(a, s), buf = s & 1;
+        const bool record = a.train && s == a.steps - 1;
+        const PstOwn o = pst_own(rows, rank);
+        const PstSplit sp = pst_split(rows, P::GRANULE);
+        /* A */
+        P::forward(sm.xs, sm.w1s, sm.part, ks, sp);
+        tc_cluster_sync();
+        PST_STAMP(PST_FORWARD);
+        /* B */
+        pst_reduce_z1(sm, a, o, sp, u0, record);
+        __syncthreads();
+        pst_z2_share(sm, a, o, group, groups, buf);
+        __syncthreads();
+        PST_STAMP(PST_REDUCE);
+        pst_grid_sync(a.barrier, gridDim.x * (unsigned)(s + 1));
+        PST_STAMP(PST_GRID_WAIT);
+        /* C */
+        pst_softmax(sm, a, o, rows, group, groups, buf, record);
+        __syncthreads();
+        if (group == 0 && threadIdx.x == 0) {
+            atomicAdd(a.train ? a.loss + s : a.loss, sm.loss);
+            if (!a.train) atomicAdd(a.correct, sm.correct);
+            sm.loss = 0.0f, sm.correct = 0;
+        }
+        if (a.train) {
+            pst_backward_small(sm, o, rows);
+            tc_cluster_sync();
+            PST_STAMP(PST_SOFTMAX);
+            /* D */
+            pst_step_small(sm, a.lr, a.mu);
+        }
+        /* E: the next batch's loads in flight during the product */
+        const bool next = s + 1 < a.steps;
+        const int next_rows = next ? pst_rows(a, s + 1) : 0;
+        if (next) pst_fetch_row<S>(row, label, a, s + 1, next_rows, k0, ks);
+        __syncthreads();
+        PST_STAMP(PST_GATHER);
+        if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu);
+        __syncthreads();
+        if (next) pst_put_row(sm, row, label, a, next_rows, rank, ks);
+        __syncthreads();
+        PST_STAMP(PST_DW1);
+    }
+#undef PST_STAMP
+    if (stamp)
+        for (int k = 0; k < PST_PHASES; k++) a.phase_cycles[k] = cycles[k];
+    if (a.train) {
+        prod.store(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
+        pst_store_small(sm, a, u0, rank);
+    }
+    tc_cluster_sync(); /* no block leaves while another may still read its shared memory */
+#endif
+}
+
+#endif

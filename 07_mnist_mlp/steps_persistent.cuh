@@ -1,0 +1,241 @@
+/* Chapter 07: the persistent trainers, `persistent` (fp32) and `persistent_bf16`: a whole
+ * epoch in one launch of kernels_persistent.cuh's mlp_persistent, the weights on the chip
+ * for all its steps, and the test pass through the same kernel.
+ *
+ * What this file does around the kernel: says where it cannot run (a GPU without thread
+ * block clusters, a batch over 256 rows, more clusters than the GPU holds at once: the grid
+ * barrier needs every block resident), makes its buffers (z2's shares, the barrier's count),
+ * asks for a cooperative launch where the driver gives one with clusters, and launches it:
+ * an epoch over the epoch's order (run_epoch uploads it), or the test set.
+ *
+ * The kernel leaves the trainer's arrays as every other trainer's: the parameters and the
+ * velocity v (not mu v: `fused` is 0), z1 of the last step with its bias, and its dz2, so
+ * --check, --save and the other trainers' code read them unchanged. */
+#ifndef CH07_STEPS_PERSISTENT_CUH
+#define CH07_STEPS_PERSISTENT_CUH
+
+#include "kernels_persistent.cuh"
+#include "steps_tc.cuh" /* TC_TOLERANCES: the bf16 trainer is checked as the tensor-core step is */
+#include "trainer.cuh"
+
+typedef struct {
+    float *z2part;
+    unsigned *barrier;
+    int groups;      /* clusters: ceil(H / 64) */
+    int cooperative; /* 1 if the driver took a cooperative launch with clusters */
+    long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
+} PstBuffers;
+
+static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; }
+
+static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS; }
+
+/* A launch of `groups` clusters of 8 blocks, cooperative or not. */
+template <typename S>
+static cudaError_t pst_try_launch(const PstArgs &a, int groups, int cooperative)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[2];
+    cfg.gridDim = dim3(groups * PST_CLUSTER);
+    cfg.blockDim = dim3(PST_THREADS);
+    cfg.dynamicSmemBytes = sizeof(PstShared<S>);
+    cfg.stream = cudaStreamPerThread;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = PST_CLUSTER, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
+    at[1].id = cudaLaunchAttributeCooperative;
+    at[1].val.cooperative = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cooperative ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, mlp_persistent<S>, a);
+}
+
+/* How many clusters of the kernel the GPU holds at once (0 where it cannot run it). */
+template <typename S>
+static int pst_max_clusters(void)
+{
+    cudaFuncAttributes fa;
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, mlp_persistent<S>));
+    if (fa.binaryVersion < 90) return 0; /* built for an older GPU: its kernel is empty */
+    CUDA_CHECK(cudaFuncSetAttribute(mlp_persistent<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)sizeof(PstShared<S>)));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at;
+    cfg.gridDim = dim3(PST_CLUSTER);
+    cfg.blockDim = dim3(PST_THREADS);
+    cfg.dynamicSmemBytes = sizeof(PstShared<S>);
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = PST_CLUSTER, at.val.clusterDim.y = 1, at.val.clusterDim.z = 1;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, mlp_persistent<S>, &cfg));
+    return clusters;
+}
+
+template <typename S>
+static int pst_unsupported(int hidden, int batch, char *why, size_t len)
+{
+    if (current_device_attribute(cudaDevAttrComputeCapabilityMajor) < 9) {
+        snprintf(why, len, "needs thread block clusters (sm_90 or newer)");
+        return 1;
+    }
+    if (batch > PST_MAX_ROWS) {
+        snprintf(why, len, "batch %d is over the %d rows its shared memory holds", batch, PST_MAX_ROWS);
+        return 1;
+    }
+    int can = pst_max_clusters<S>();
+    if (can < pst_groups(hidden)) {
+        snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), and this %s holds %d",
+                 hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS, can ? "GPU" : "build (not for sm_90)", can);
+        return 1;
+    }
+    return 0;
+}
+
+/* The launch's arguments that every launch shares. */
+static PstArgs pst_args(const Trainer *t)
+{
+    const MlpLayout *l = &t->l;
+    PstArgs a = {};
+    a.scale = (float)(1.0 / (255.0 * t->std));
+    a.shift = (float)(-(double)t->mean / t->std);
+    a.params = t->params, a.vel = t->vel;
+    a.hidden = t->hidden, a.w1 = (int)l->w1, a.b1 = (int)l->b1, a.w2 = (int)l->w2, a.b2 = (int)l->b2;
+    a.batch = t->batch;
+    a.z2part = pst_buffers(t)->z2part;
+    a.barrier = pst_buffers(t)->barrier;
+    return a;
+}
+
+template <typename S>
+static void pst_launch(const Trainer *t, const PstArgs &a)
+{
+    PstBuffers *b = pst_buffers(t);
+    CUDA_CHECK(cudaMemsetAsync(b->barrier, 0, sizeof(unsigned), cudaStreamPerThread));
+    CUDA_CHECK(pst_try_launch<S>(a, b->groups, b->cooperative));
+}
+
+template <typename S>
+static void pst_create(Trainer *t)
+{
+    char why[200];
+    if (pst_unsupported<S>(t->hidden, t->batch, why, sizeof why)) { /* the callers ask first */
+        fprintf(stderr, "internal error: trainer %s cannot run here: %s\n", t->impl->name, why);
+        exit(1);
+    }
+    PstBuffers *b = (PstBuffers *)xmalloc(sizeof *b);
+    t->own = b;
+    b->groups = pst_groups(t->hidden);
+    b->z2part = (float *)dalloc((size_t)2 * b->groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(float));
+    b->barrier = (unsigned *)dalloc(sizeof(unsigned));
+    b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
+    /* A launch of no steps tells whether the driver takes a cooperative launch with clusters
+       (which guarantees that every block is resident); else the occupancy check above is the
+       guarantee. */
+    PstArgs probe = pst_args(t);
+    probe.steps = 0;
+    b->cooperative = pst_try_launch<S>(probe, b->groups, 1) == cudaSuccess;
+    if (!b->cooperative) {
+        (void)cudaGetLastError();
+        CUDA_CHECK(pst_try_launch<S>(probe, b->groups, 0));
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+    printf("  %s: %d clusters of %d blocks (the GPU holds %d at once), %zu bytes of shared memory a block, %s launch\n",
+           t->impl->name, b->groups, PST_CLUSTER, pst_max_clusters<S>(), sizeof(PstShared<S>),
+           b->cooperative ? "cooperative" : "plain (resident by occupancy)");
+}
+
+static void pst_destroy(Trainer *t)
+{
+    PstBuffers *b = pst_buffers(t);
+    CUDA_CHECK(cudaFree(b->z2part));
+    CUDA_CHECK(cudaFree(b->barrier));
+    CUDA_CHECK(cudaFree(b->phase_cycles));
+    free(b);
+    t->own = NULL;
+}
+
+/* A training epoch's arguments: every step of it, over this epoch's order. */
+static PstArgs pst_epoch_args(const Trainer *t, float lr, float mu)
+{
+    PstArgs a = pst_args(t);
+    a.pixels = t->pixels, a.labels = t->labels, a.order = t->order;
+    a.images = t->n_train, a.steps = steps_per_epoch(t);
+    a.lr = lr, a.mu = mu, a.train = 1;
+    a.loss = t->step_loss;
+    a.z1_last = t->z1, a.dz2_last = t->dz2;
+    return a;
+}
+
+template <typename S>
+static void pst_epoch(Trainer *t) { pst_launch<S>(t, pst_epoch_args(t, t->lr, t->mu)); }
+
+/* For the bench: where a step's time goes. One more epoch (lr 0, momentum 1: the weights
+ * stay as they are) in which block 0 counts the clock cycles of each phase; its time a step,
+ * shared out in proportion (us[k], PST_PHASES of them). */
+template <typename S>
+static void pst_phase_times(Trainer *t, double *us)
+{
+    PstBuffers *b = pst_buffers(t);
+    PstArgs a = pst_epoch_args(t, 0.0f, 1.0f);
+    a.phase_cycles = b->phase_cycles;
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventRecord(start, cudaStreamPerThread));
+    pst_launch<S>(t, a);
+    CUDA_CHECK(cudaEventRecord(stop, cudaStreamPerThread));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms;
+    long long cycles[PST_PHASES], total = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_CHECK(cudaMemcpy(cycles, b->phase_cycles, sizeof cycles, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < PST_PHASES; k++) total += cycles[k];
+    for (int k = 0; k < PST_PHASES; k++) us[k] = total > 0 ? 1e3 * ms / a.steps * (double)cycles[k] / total : 0.0;
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+}
+
+static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2", "grid_barrier",
+                                                        "softmax_backward", "gather_step_small", "dW1_step_next_x"};
+static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpFp32>};
+static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16>};
+
+/* The test pass: the same kernel without the backward pass, in batches of t->batch. */
+template <typename S>
+static double pst_evaluate(Trainer *t, double *loss)
+{
+    PstArgs a = pst_args(t);
+    a.pixels = t->test_pixels, a.labels = t->test_labels, a.order = t->test_order;
+    a.images = t->n_test, a.steps = (t->n_test + t->batch - 1) / t->batch;
+    a.loss = t->eval_loss, a.correct = t->correct;
+    CUDA_CHECK(cudaMemsetAsync(t->correct, 0, sizeof(int), cudaStreamPerThread));
+    CUDA_CHECK(cudaMemsetAsync(t->eval_loss, 0, sizeof(float), cudaStreamPerThread));
+    pst_launch<S>(t, a);
+    int correct;
+    float sum;
+    CUDA_CHECK(cudaMemcpy(&correct, t->correct, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&sum, t->eval_loss, sizeof(float), cudaMemcpyDeviceToHost));
+    if (loss) *loss = sum / t->n_test;
+    return 100.0 * correct / t->n_test;
+}
+
+static const StepFamily PERSISTENT_STEPS = {
+    .fused = 0, .capturable = 0,
+    .create = pst_create<MlpFp32>, .destroy = pst_destroy,
+    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpFp32>,
+    .tolerances = NULL, .stages = &PERSISTENT_STAGES,
+    .epoch = pst_epoch<MlpFp32>, .unsupported = pst_unsupported<MlpFp32>,
+};
+
+/* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
+ * rounded operands: x and W1 in the forward product, x and dz1 in dW1). */
+static const StepFamily PERSISTENT_BF16_STEPS = {
+    .fused = 0, .capturable = 0,
+    .create = pst_create<MlpBf16>, .destroy = pst_destroy,
+    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16>,
+    .tolerances = &TC_TOLERANCES, .stages = &PERSISTENT_BF16_STAGES,
+    .epoch = pst_epoch<MlpBf16>, .unsupported = pst_unsupported<MlpBf16>,
+};
+
+#endif
