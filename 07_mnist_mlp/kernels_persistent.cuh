@@ -369,11 +369,14 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     int t = threadIdx.x;
     for (int i = t; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
         int u = i / MLP_CLASSES, c = i % MLP_CLASSES;
-        float acc[2] = {0.0f, 0.0f};
-#pragma unroll 4
-        for (int rl = 0; rl < o.n; rl++)
-            acc[rl & 1] = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], acc[rl & 1]);
-        sm.gw2[i] = acc[0] + acc[1];
+        float even = 0.0f, odd = 0.0f; /* two chains of FMAs; named, so that both stay in registers */
+        int rl = 0;
+        for (; rl + 1 < o.n; rl += 2) {
+            even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
+            odd = fmaf(fmaxf(sm.own[(rl + 1) * PST_UNITS + u], 0.0f), sm.dz2[(rl + 1) * MLP_CLASSES + c], odd);
+        }
+        if (rl < o.n) even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
+        sm.gw2[i] = even + odd;
     }
     if (t < MLP_CLASSES) {
         float acc = 0.0f;
@@ -400,10 +403,11 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
         PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
     if (t < PST_UNITS) {
-        float acc[2] = {0.0f, 0.0f};
-#pragma unroll 4
-        for (int rl = 0; rl < o.n; rl++) acc[rl & 1] += sm.own[rl * PST_UNITS + t];
-        sm.gb1[t] = acc[0] + acc[1];
+        float even = 0.0f, odd = 0.0f;
+        int rl = 0;
+        for (; rl + 1 < o.n; rl += 2) even += sm.own[rl * PST_UNITS + t], odd += sm.own[(rl + 1) * PST_UNITS + t];
+        if (rl < o.n) even += sm.own[rl * PST_UNITS + t];
+        sm.gb1[t] = even + odd;
     }
 }
 
