@@ -148,6 +148,24 @@ static inline void launch_gather(const MlpSource *src, int start, int rows, cons
 
 #define MLP_OUT_THREADS 256
 
+/* The softmax of one row of 10 logits held one a lane (lane c: class c; lanes 10-31, mine
+ * false, only take part in the shuffles): into zmax and best the maximum and, on a tie, the
+ * lower class, as argmax does; into e this lane's exp(z - zmax), into sum their sum and into
+ * zlabel the label's logit, all by warp shuffles. best comes in as this lane's class. */
+__device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, float &zmax, int &best, float &e,
+                                                float &sum, float &zlabel)
+{
+    zmax = mine ? z : -INFINITY;
+    for (int off = 16; off > 0; off /= 2) {
+        float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
+        int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
+        if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
+    }
+    e = mine ? expf(z - zmax) : 0.0f;
+    sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
+    zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
+}
+
 /* mlp_output_layer: one block of 256 threads per batch row. The bias and ReLU of the
  * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
  * stored), each thread takes hidden units k, k + 256, ... and accumulates the 10 dot
@@ -191,15 +209,8 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
     int c = mine ? lane : 0, best = c, label = y[r];
     float z = b2[c];
     for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z += s_part[w][c];
-    float zmax = mine ? z : -INFINITY;
-    for (int off = 16; off > 0; off /= 2) { /* maximum, and on a tie the lower class, as argmax does */
-        float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
-        int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
-        if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
-    }
-    float e = mine ? expf(z - zmax) : 0.0f;
-    float sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
-    float zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
+    float zmax, e, sum, zlabel; /* best: the lane's class on the way in */
+    mlp_softmax_row(z, mine, label, zmax, best, e, sum, zlabel);
     if (lane == 0) {
         atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
         if (correct && best == label) atomicAdd(correct, 1);

@@ -1,49 +1,52 @@
-/* Chapter 07: the persistent trainer, mlp_persistent: a whole epoch in one launch, with
- * the weights on the chip from its first step to its last (steps_persistent.cuh runs it).
+/* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch,
+ * with the weights on the chip from its first step to its last (steps_persistent.cuh runs it).
  *
  * The three-launch step of `optimized` still hands everything over through memory: each
  * launch reads W1 (3.2 MB) or its velocity from L2 or DRAM, writes what the next one needs,
- * and waits for the one before to drain. Here one grid of 16 clusters x 8 blocks (H = 1024:
- * one block per SM) stays resident for all 235 steps, and each block keeps its piece of the
- * model where it computes:
+ * and waits for the one before to drain. Here one grid stays resident for all 235 steps:
+ * clusters of 8 blocks (one block an SM: 15 clusters for H = 1024 on an H100), each cluster
+ * 72 hidden units, each block of it a slice of the 784 pixels, and every block keeps its
+ * piece of the model where it computes:
  *
- *                    units u0 .. u0+63 (cluster g)
+ *                    units u0 .. u0+71 (cluster g)
  *                   +---------------------------+
- *   pixels  rank 0  |  W1 slice (96 x 64) smem  |  velocity: registers of the threads
- *   (784,   rank 1  |  ...                      |  that compute its gradient
- *   cut in  ...     |                           |
- *   8)      rank 7  |  W1 slice (112 x 64)      |  + W2 rows u0.., b1, b2 (each block a copy)
- *                   +---------------------------+
+ *   pixels  rank 0  |  W1 slice (96 x 72) smem  |  velocity (and bf16's fp32 weights):
+ *   (784,   rank 1  |  W1 slice (96/100 x 72)   |  registers of the threads that
+ *   cut in  ...     |  ...                      |  compute its gradient
+ *   8)      rank 7  |  W1 slice (100/112 x 72)  |  + W2's rows u0.., b1 of them, b2:
+ *                   +---------------------------+    a copy in every block
  *
- * One step, for block (g, q) (q: its rank in the cluster), in phases:
+ * One step, for block q of cluster g, in the phases the bench reports (PST_*):
  *
- *   A  forward     part = x[:, slice q] . W1[slice q, units g]        (rows x 64, local)
+ *   forward           part = x[:, slice q] . W1[slice q, units g]    (rows x 72, PstProduct)
  *      -- cluster barrier --
- *   B  reduce      rows R q .. R q + R - 1 (R = rows / 8): z1 = b1 + the 8 blocks' parts,
- *                  read from their shared memory (distributed shared memory); a1 = relu(z1);
- *                  the cluster's share of z2 (a1 W2[units g]) to z2part in memory
- *      -- grid barrier (the only one) --
- *   C  softmax     z2 = b2 + the 16 clusters' shares; dz2, the loss; the block's share of
- *                  dW2, db1, db2 and dz1 = relu'(z1) (dz2 W2^T) for its rows
+ *   reduce_z1_z2      for its rows (an eighth of the batch): z1 = b1 + the 8 blocks' parts,
+ *                     read from their shared memory (distributed shared memory); the
+ *                     cluster's share of z2, relu(z1) W2[units g], to z2part in memory
+ *   grid_barrier      the only one of the step: z2 needs every cluster's share
+ *   softmax_backward  z2 = b2 + the 15 shares; softmax, loss, dz2; the block's share of
+ *                     dW2, db1, db2; dz1 = relu'(z1) (dz2 W2^T) for its rows, stored into
+ *                     all 8 blocks' shared memory (the dW1 product's operand)
  *      -- cluster barrier --
- *   D  gather      dz1 of all rows from the 8 blocks; W2, b1, b2 stepped from the 8 blocks'
- *                  shares (every block of the cluster the same sums in the same order, so
- *                  every copy stays the same; b2 is the same in every cluster too)
- *   E  dW1 + step  g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
- *                  next batch's slice of x, whose loads were issued before the product
+ *   small_step        W2, b1, b2 stepped from the 8 blocks' shares: every block of the
+ *                     cluster adds the same numbers in the same order, so every copy stays
+ *                     the same (and b2, whose gradient every cluster sums alike, in every
+ *                     cluster)
+ *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
+ *                     next batch's slice of x, its loads issued before the product
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
- * is the batch's bytes (each block its slice: 25 KB of pixels at batch 256) and z2's shares
+ * is the batch (each block its slice of the pixels: 25 KB at batch 256) and z2's shares
  * (10 KB a cluster). z2part is double-buffered by the step's parity: a block may write step
  * s + 1's share while another still reads step s's, but not step s + 2's (it would have had
  * to pass step s + 1's grid barrier, which waits for everyone).
  *
- * A grid barrier is only safe if every block is running at once: the launch asks for that
- * (a cooperative launch where the driver takes one with clusters), and steps_persistent.cuh
- * refuses shapes whose grid cannot be resident (cudaOccupancyMaxActiveClusters), GPUs
- * without clusters (before sm_90), and batches over 256 rows (the shared memory is sized for
- * them). The test pass runs the same kernel with train = 0: phases A to C, the loss and the
- * count of correct rows.
+ * A grid barrier is only safe if every block is running at once: the launch is cooperative
+ * (the driver takes that with clusters), and steps_persistent.cuh refuses shapes whose grid
+ * cannot be resident (cudaOccupancyMaxActiveClusters), GPUs without clusters (before
+ * sm_90), and batches over 256 rows (the shared memory is sized for them). The test pass
+ * runs the same kernel with train = 0: forward, reduce, barrier, softmax and the count of
+ * correct rows.
  *
  * x is normalized as p * scale + shift (one FMA a pixel) where the other trainers divide
  * twice ((p / 255 - mean) / std): within an ulp or two of theirs. */
@@ -75,11 +78,11 @@ typedef struct {
 } PstArgs;
 
 /* The phases of a step, as the bench reports them (phase_cycles). */
-enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_GATHER, PST_DW1, PST_PHASES };
+enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_SMALL_STEP, PST_DW1, PST_PHASES };
 
-/* A block's shared memory. part holds the forward's partial sums, then (phase D on) dz1 of
- * every row of the batch in the product's type; own holds z1 of the block's rows, then
- * their dz1. The small parameters: W2's rows of the cluster's units, b1 of them, b2, each
+/* A block's shared memory. part holds the forward's partial sums, then (from
+ * softmax_backward on) dz1 of every row of the batch in the product's type; own holds z1
+ * of the block's rows, then their dz1. The small parameters: W2's rows of the cluster's units, b1 of them, b2, each
  * with its velocity (v...) and the block's share of its gradient (g...). */
 template <typename S>
 struct PstShared {
@@ -136,7 +139,9 @@ static __device__ __forceinline__ int pst_rank(void)
 static __device__ __forceinline__ uint32_t pst_peer(const void *p, unsigned rank)
 {
     uint32_t out;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"((uint32_t)__cvta_generic_to_shared(p)), "r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                 : "=r"(out)
+                 : "r"((uint32_t)__cvta_generic_to_shared(p)), "r"(rank));
     return out;
 }
 
@@ -150,7 +155,9 @@ static __device__ __forceinline__ float pst_ld_peer(uint32_t addr)
 static __device__ __forceinline__ float4 pst_ld_peer4(uint32_t addr)
 {
     float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr));
     return v;
 }
 
@@ -240,7 +247,7 @@ static __device__ __forceinline__ void pst_store_small(const PstShared<S> &sm, c
     if (blockIdx.x == 0 && t < MLP_CLASSES) a.params[a.b2 + t] = sm.b2[t], a.vel[a.b2 + t] = sm.vb2[t];
 }
 
-/* ------------------------------------------------------------------ phase B */
+/* ------------------------------------------------------------------ reduce_z1_z2 */
 
 /* z1 of this rank's rows: b1 plus every block's partial sums (part by part, each in rank
  * order), into own; on the step --check reads, also into z1_last. The 8 blocks' pieces of
@@ -258,7 +265,8 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
             size_t at = ((size_t)p * sp.per + r) * PST_UNITS + 4 * c4;
             float4 v[PST_CLUSTER];
 #pragma unroll
-            for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * (uint32_t)at);
+            for (int peer = 0; peer < PST_CLUSTER; peer++)
+                v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * (uint32_t)at);
 #pragma unroll
             for (int peer = 0; peer < PST_CLUSTER; peer++)
                 z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
@@ -291,7 +299,7 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
     }
 }
 
-/* ------------------------------------------------------------------ phase C */
+/* ------------------------------------------------------------------ softmax_backward */
 
 /* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
  * softmax, the loss, and when training dz2 = (p - onehot) / rows. First every thread loads
@@ -333,15 +341,8 @@ static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstAr
         bool mine = lane < MLP_CLASSES;
         int c = mine ? lane : 0, best = c;
         float zc = mine ? sm.dz2[rl * MLP_CLASSES + c] : 0.0f; /* lane c alone reads and writes element c */
-        float zmax = mine ? zc : -INFINITY;
-        for (int off = 16; off > 0; off /= 2) {
-            float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
-            int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
-            if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
-        }
-        float e = mine ? expf(zc - zmax) : 0.0f;
-        float sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
-        float zlabel = __shfl_sync(REDUCE_FULL_MASK, zc, label);
+        float zmax, e, sum, zlabel;
+        mlp_softmax_row(zc, mine, label, zmax, best, e, sum, zlabel);
         if (group == 0 && lane == 0) {
             atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
             if (best == label) atomicAdd(&sm.correct, 1);
@@ -397,7 +398,8 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         int rl = i / Q, c4 = i % Q;
         float4 d = *(const float4 *)(sm.own + rl * PST_UNITS + 4 * c4);
 #pragma unroll
-        for (int peer = 0; peer < PST_CLUSTER; peer++) PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, c4, d);
+        for (int peer = 0; peer < PST_CLUSTER; peer++)
+            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, c4, d);
     }
     int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
     for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
@@ -411,7 +413,7 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     }
 }
 
-/* ------------------------------------------------------------------ phase D */
+/* ------------------------------------------------------------------ small_step */
 
 /* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order. */
 template <typename S>
@@ -460,17 +462,23 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
     const bool stamp = a.phase_cycles && blockIdx.x == 0 && threadIdx.x == 0;
     long long cycles[PST_PHASES] = {}, last = clock64();
-#define PST_STAMP(phase) do { if (stamp) { long long now_ = clock64(); cycles[phase] += now_ - last; last = now_; } } while (0)
+#define PST_STAMP(phase)                                                                           \
+    do {                                                                                           \
+        if (stamp) {                                                                               \
+            long long now_ = clock64();                                                            \
+            cycles[phase] += now_ - last, last = now_;                                             \
+        }                                                                                          \
+    } while (0)
     for (int s = 0; s < a.steps; s++) {
         const int rows = pst_rows(a, s), buf = s & 1;
         const bool record = a.train && s == a.steps - 1;
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
-        /* A */
+        /* forward */
         P::forward(sm.xs, sm.w1s, sm.part, ks, sp);
         tc_cluster_sync();
         PST_STAMP(PST_FORWARD);
-        /* B */
+        /* reduce_z1_z2, grid_barrier */
         pst_reduce_z1(sm, a, o, sp, u0, record);
         __syncthreads();
         pst_z2_share(sm, a, o, group, groups, buf);
@@ -478,7 +486,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         PST_STAMP(PST_REDUCE);
         pst_grid_sync(a.barrier, gridDim.x * (unsigned)(s + 1));
         PST_STAMP(PST_GRID_WAIT);
-        /* C */
+        /* softmax_backward */
         pst_softmax(sm, a, o, rows, group, groups, buf, record);
         __syncthreads();
         if (group == 0 && threadIdx.x == 0) {
@@ -490,15 +498,15 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
             pst_backward_small(sm, o, rows);
             tc_cluster_sync();
             PST_STAMP(PST_SOFTMAX);
-            /* D */
+            /* small_step */
             pst_step_small(sm, a.lr, a.mu);
         }
-        /* E: the next batch's loads in flight during the product */
+        /* dW1_step_next_x: the next batch's loads in flight during the product */
         const bool next = s + 1 < a.steps;
         const int next_rows = next ? pst_rows(a, s + 1) : 0;
         if (next) pst_fetch_row<S>(row, label, a, s + 1, next_rows, k0, ks);
         __syncthreads();
-        PST_STAMP(PST_GATHER);
+        PST_STAMP(PST_SMALL_STEP);
         if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu);
         __syncthreads();
         if (next) pst_put_row(sm, row, label, a, next_rows, rank, ks);

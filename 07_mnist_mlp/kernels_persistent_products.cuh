@@ -1,28 +1,29 @@
 /* Chapter 07: the two matrix products of the persistent trainer's blocks
  * (kernels_persistent.cuh), and the SGD step of W1 that follows the second one.
  *
- * A block of cluster g, rank q owns a slice of W1: pixels k0 .. k0 + ks of the 784 (a
- * whole number of 16-pixel chunks: 96 or 112) by the cluster's 64 hidden units. Per step:
+ * Block q of cluster g owns a slice of W1: pixels k0 .. k0 + ks of the 784 by the cluster's
+ * 72 hidden units. Per step:
  *
- *   forward   part (rows x 64)  =  x slice (rows x ks)  .  W1 slice (ks x 64)      K = ks
- *   dW1       g (ks x 64)       =  x slice^T (ks x rows) .  dz1 (rows x 64)        K = rows
+ *   forward   part (rows x 72)  =  x slice (rows x ks)  .  W1 slice (ks x 72)      K = ks
+ *   dW1       g (ks x 72)       =  x slice^T (ks x rows) .  dz1 (rows x 72)        K = rows
  *   step      v = mu v + g;  W1 -= lr v
  *
  * The slice of W1 lives in shared memory from the first step to the last, and its velocity
  * (and for bf16 its fp32 master copy) in the registers of the threads that compute its
  * gradient: no step reads or writes W1 in device memory. Two precisions, one struct each:
  *
- *   PstProduct<MlpFp32>   fp32 FMAs. Forward: a thread owns 8 rows x 8 units (chapter
- *                         05's register tile: per 4 pixels, 8 float4 of x and 8 of W1 for
- *                         256 FMAs). dW1: a thread owns 8 pixels x 4 units, 32 FMAs per
- *                         batch row for 3 float4 loads; its 32 velocities stay in its
- *                         registers. x is stored row by row (k contiguous), its float4s
- *                         XOR-swizzled by row so that the 4 rows a warp reads at once sit in
- *                         different banks.
- *   PstProduct<MlpBf16>   mma.sync m16n8k16 on bf16 operands (chapter 05, tc_mma.cuh).
- *                         Forward: a warp owns 32 rows x 64 units; A from x with ldmatrix,
- *                         B from W1 (k-major) with ldmatrix.trans. dW1: warp w owns pixels
- *                         16w .. 16w+15 x 64 units; both operands k-major (a batch row at a
+ *   PstProduct<MlpFp32>   fp32 FMAs; slices of 96 or 100 pixels (the most that fit beside
+ *                         the rest in 227 KB). Forward: a thread owns 8 rows x 9 units
+ *                         (per 4 pixels, 8 float4 of x and 12 loads of W1 for 288 FMAs).
+ *                         dW1: a thread owns 4 pixels x 8 units, 32 FMAs per batch row for
+ *                         3 float4 loads; its 32 velocities stay in its registers. x is
+ *                         stored row by row (k contiguous) in rows of 100 floats, so the 4
+ *                         rows a warp reads at once start 4 banks apart.
+ *   PstProduct<MlpBf16>   mma.sync m16n8k16 on bf16 operands (chapter 05, tc_mma.cuh);
+ *                         slices of 96 or 112 pixels (whole k-steps). Forward: a warp owns
+ *                         32 rows x 72 units (9 n-tiles); A from x with ldmatrix, B from W1
+ *                         (k-major) with ldmatrix.trans. dW1: warp w owns pixels 16 w ..
+ *                         16 w + 15 x 72 units; both operands k-major (a batch row at a
  *                         time), read with ldmatrix.trans as in kernels_backward_mma.cuh.
  *                         The fp32 master weights and velocities sit in the accumulators'
  *                         layout, and the step writes the bf16 copy the forward reads.
@@ -234,8 +235,10 @@ struct PstProduct<MlpFp32> {
         for (int i = 0; i < MAX_SLICE / 4; i++) {
             if (4 * i >= ks) break;
             unsigned w = valid ? row.word[i] : 0u;
-            xs4[i] = valid ? make_float4(fmaf((float)(w & 255u), scale, shift), fmaf((float)((w >> 8) & 255u), scale, shift),
-                                         fmaf((float)((w >> 16) & 255u), scale, shift), fmaf((float)(w >> 24), scale, shift))
+            xs4[i] = valid ? make_float4(fmaf((float)(w & 255u), scale, shift),
+                                         fmaf((float)((w >> 8) & 255u), scale, shift),
+                                         fmaf((float)((w >> 16) & 255u), scale, shift),
+                                         fmaf((float)(w >> 24), scale, shift))
                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
     }
@@ -244,8 +247,9 @@ struct PstProduct<MlpFp32> {
        cluster (dz1: its shared::cluster address). */
     static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int c4, float4 v)
     {
-        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dz1 + 4 * (uint32_t)(r * D_ROW + 4 * c4)),
-                     "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                     ::"r"(dz1 + 4 * (uint32_t)(r * D_ROW + 4 * c4)), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                     : "memory");
     }
 };
 
@@ -255,7 +259,9 @@ struct PstProduct<MlpFp32> {
  * taken down a column: the ninth n-tile of a 72-unit B operand. */
 __device__ __forceinline__ void pst_ldsm_x2_trans(uint32_t (&r)[2], uint32_t addr)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(addr));
 }
 
 template <>
@@ -277,7 +283,10 @@ struct PstProduct<MlpBf16> {
     static __device__ __forceinline__ bool owns_dw1(int ks) { return (int)threadIdx.x / 32 < ks / 16; }
 
     /* Accumulator element (j, e) of lane l: pixel 16 warp + l / 4 + 8 (e / 2), unit 8 j + 2 (l % 4) + e % 2. */
-    static __device__ __forceinline__ int acc_pixel(int e) { return threadIdx.x / 32 * 16 + threadIdx.x % 32 / 4 + 8 * (e / 2); }
+    static __device__ __forceinline__ int acc_pixel(int e)
+    {
+        return threadIdx.x / 32 * 16 + threadIdx.x % 32 / 4 + 8 * (e / 2);
+    }
     static __device__ __forceinline__ int acc_unit(int j, int e) { return 8 * j + 2 * (threadIdx.x % 4) + e % 2; }
 
     __device__ __forceinline__ void put_bf16_copy(T *w1s) const
@@ -387,7 +396,8 @@ struct PstProduct<MlpBf16> {
             for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
         /* A = x^T: x rows are k; the four 8 x 8 matrices (k 0-7 | 8-15) x (m 0-7 | 8-15) taken
            down their columns; B = dz1 as the forward's B */
-        uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(xs + (row + mat / 2 * 8) * X_ROW + 16 * warp + mat % 2 * 8);
+        uint32_t a_addr =
+            (uint32_t)__cvta_generic_to_shared(xs + (row + mat / 2 * 8) * X_ROW + 16 * warp + mat % 2 * 8);
         uint32_t b_addr = (uint32_t)__cvta_generic_to_shared(d + (row + mat % 2 * 8) * D_ROW + mat / 2 * 8);
         for (int k = 0; k < rows; k += 16) {
             uint32_t a[4], b[NT][2];

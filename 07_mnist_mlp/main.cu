@@ -1,8 +1,9 @@
 /* Chapter 07 driver: a 784-H-10 MLP trained on MNIST entirely on the GPU, by trainers
  * that go from the naive kernels of chapters 01-05 to a fused step captured in one CUDA
  * graph per epoch (one of them fed through chapter 06's double buffer instead of keeping
- * the data set on the GPU), plus the same trainer on cuBLAS, and the same step with its
- * two big products on chapter 05's tensor cores in TF32 and in bf16.
+ * the data set on the GPU), plus the same trainer on cuBLAS, the same step with its two big
+ * products on chapter 05's tensor cores in TF32 and in bf16, and a whole epoch in one
+ * persistent launch with the weights on the chip (fp32 and bf16).
  *
  *   --check   one training step of every trainer against a double-precision CPU step,
  *             and a finite-difference check of the CPU gradients (synthetic data)
@@ -18,9 +19,14 @@
  *   trainers.cuh       the table of trainers: which trainers there are
  *   trainer.cuh        what a trainer is: its state, a row, a family; create and destroy
  *   steps_unfused.cuh  the unfused step (naive, resident, best_kernels)
- *   steps_fused.cuh    the fused step (fused, step_graph, optimized, cublas)
+ *   steps_fused.cuh    the fused step (fused, step_graph, epoch_graph, cublas)
  *   steps_fed.cuh      the fused step fed through chapter 06's double buffer (fed)
  *   steps_tc.cuh       the fused step on tensor cores (tf32, bf16)
+ *   steps_three.cuh    the three-launch step (optimized, bf16) and its backward kernel's
+ *                      choice; kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
+ *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16);
+ *                      kernels_persistent.cuh its kernel, kernels_persistent_products.cuh
+ *                      its two products in each precision
  *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
  *   flags.cuh          the chapter's command line
  *   data.cuh           the data: IDX files or the synthetic set, pixel statistics

@@ -3,7 +3,8 @@ beside the results CSV:
   plots/results/<GPU>.epochs  gpu,impl,dataset,batch,epoch,train_loss,test_accuracy,epoch_ms
       -> 07_mnist_mlp_epochs.png: test accuracy and time of every epoch, per trainer
   plots/results/<GPU>.stages  gpu,batch,impl,launch,us
-      -> 07_mnist_mlp_step.png: where a fused step's time goes, launch by launch
+      -> 07_mnist_mlp_step.png: where a step's time goes, launch by launch (the persistent
+         trainers: phase by phase, measured inside an epoch)
   plots/results/07_mnist_mlp_dp_timeline.tsv  (--bench --gpus N --timeline FILE)
       -> 07_mnist_mlp_dp_timeline.png: two data-parallel steps, every launch and all-reduce
          as a bar, one row per GPU and stream, drawn with chapter 06's timeline code
@@ -50,28 +51,31 @@ def save_figure(fig, out_dir, name, gpu, gpus):
 
 
 def draw_steps(out_dir):
-    """One horizontal bar per (trainer, batch): its launches stacked, and the measured
-    step inside the epoch graph beside it."""
+    """One horizontal bar per (trainer, batch): its launches (or phases) stacked, and the
+    measured step inside the epoch beside it."""
     stages = read_side_files("stages", ["batch"], ["us"])
     for gpu in sorted({r["gpu"] for r in stages}):
         mine = [r for r in stages if r["gpu"] == gpu]
         keys = list(dict.fromkeys((r["impl"], r["batch"]) for r in mine))
         launches = list(dict.fromkeys(r["launch"] for r in mine if r["launch"] != "step_in_epoch_graph"))
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(keys)))
-        labels = []
+        colors = plt.cm.tab20 if len(launches) > 10 else plt.cm.tab10
+        labels, drawn = [], set()
         for i, (impl, batch) in enumerate(keys):
             rows = {r["launch"]: r["us"] for r in mine if r["impl"] == impl and r["batch"] == batch}
             left = 0.0
             for j, name in enumerate(launches):
                 us = rows.get(name, 0.0)
-                ax.barh(2 * i, us, left=left, color=plt.cm.tab10(j), label=name if i == 0 else None)
+                ax.barh(2 * i, us, left=left, color=colors(j), label=name if name not in drawn else None)
+                drawn.add(name)
                 left += us
             ax.barh(2 * i + 0.8, rows.get("step_in_epoch_graph", 0.0), color="#444444",
-                    label="step inside the epoch graph" if i == 0 else None)
+                    label="a step inside the epoch (its graph, or its one launch)" if i == 0 else None)
             labels.append((2 * i + 0.4, f"{impl}, batch {batch}"))
         ax.set_yticks([y for y, _ in labels])
         ax.set_yticklabels([t for _, t in labels], fontsize=8)
-        ax.set_xlabel("us (launches timed one at a time, so each includes its launch overhead)")
+        ax.set_xlabel("us (launches timed one at a time, so each includes its launch overhead; the persistent "
+                      "trainers' phases measured inside an epoch)")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title(f"07_mnist_mlp: one training step, launch by launch, on {gpu}", fontsize=10)
         fig.tight_layout()

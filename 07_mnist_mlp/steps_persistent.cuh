@@ -85,8 +85,9 @@ static int pst_unsupported(int hidden, int batch, char *why, size_t len)
     }
     int can = pst_max_clusters<S>();
     if (can < pst_groups(hidden)) {
-        snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), and this %s holds %d",
-                 hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS, can ? "GPU" : "build (not for sm_90)", can);
+        snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), "
+                 "and this %s holds %d", hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS,
+                 can ? "GPU" : "build (not for sm_90)", can);
         return 1;
     }
     return 0;
@@ -197,7 +198,7 @@ static void pst_phase_times(Trainer *t, double *us)
 }
 
 static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2", "grid_barrier",
-                                                        "softmax_backward", "gather_step_small", "dW1_step_next_x"};
+                                                        "softmax_backward", "small_step", "dW1_step_next_x"};
 static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpFp32>};
 static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16>};
 
@@ -212,12 +213,7 @@ static double pst_evaluate(Trainer *t, double *loss)
     CUDA_CHECK(cudaMemsetAsync(t->correct, 0, sizeof(int), cudaStreamPerThread));
     CUDA_CHECK(cudaMemsetAsync(t->eval_loss, 0, sizeof(float), cudaStreamPerThread));
     pst_launch<S>(t, a);
-    int correct;
-    float sum;
-    CUDA_CHECK(cudaMemcpy(&correct, t->correct, sizeof(int), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(&sum, t->eval_loss, sizeof(float), cudaMemcpyDeviceToHost));
-    if (loss) *loss = sum / t->n_test;
-    return 100.0 * correct / t->n_test;
+    return test_pass_result(t, loss);
 }
 
 static const StepFamily PERSISTENT_STEPS = {

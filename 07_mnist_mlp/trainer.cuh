@@ -2,9 +2,10 @@
  *
  *   Impl          a row of the table of trainers (trainers.cuh): a name, the family of
  *                 steps it takes, and the choices that tell it from its neighbours
- *   StepFamily    a family of steps (steps_unfused.cuh, steps_fused.cuh, steps_fed.cuh):
- *                 the buffers its steps need, one step, how it evaluates, what --check and
- *                 --bench may do with it
+ *   StepFamily    a family of steps (steps_unfused.cuh, steps_fused.cuh, steps_fed.cuh,
+ *                 steps_tc.cuh, steps_three.cuh, steps_persistent.cuh): the buffers its
+ *                 steps need, one step (or a whole epoch in one launch), how it evaluates,
+ *                 where it cannot run, what --check and --bench may do with it
  *   Trainer       one trainer's state: the data on the GPU, the parameters and velocity,
  *                 the activations every family uses, the epoch's order and losses
  *
@@ -302,6 +303,18 @@ static void trainer_destroy(Trainer *t)
     memset(t, 0, sizeof *t);
 }
 
+/* What a test pass left in t->correct and t->eval_loss: the accuracy in percent, and the
+ * mean loss into *loss if loss is not NULL. */
+static double test_pass_result(const Trainer *t, double *loss)
+{
+    int correct;
+    float sum;
+    CUDA_CHECK(cudaMemcpy(&correct, t->correct, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&sum, t->eval_loss, sizeof(float), cudaMemcpyDeviceToHost));
+    if (loss) *loss = sum / t->n_test;
+    return 100.0 * correct / t->n_test;
+}
+
 /* The hidden layer of a test batch: `rows` images of src from `first`, gathered, their z1
  * (without its bias: the output layer adds it) into t->z1 and their labels into t->y. */
 typedef void (*EvalForward)(Trainer *t, const MlpSource *src, int first, int rows);
@@ -320,12 +333,7 @@ static double evaluate_with(Trainer *t, double *loss, EvalForward forward)
         launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
                                    t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
     }
-    int correct;
-    float sum;
-    CUDA_CHECK(cudaMemcpy(&correct, t->correct, sizeof(int), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(&sum, t->eval_loss, sizeof(float), cudaMemcpyDeviceToHost));
-    if (loss) *loss = sum / t->n_test;
-    return 100.0 * correct / t->n_test;
+    return test_pass_result(t, loss);
 }
 
 /* The fp32 forward pass of every family but the tensor-core ones. */
