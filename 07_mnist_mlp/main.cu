@@ -25,8 +25,9 @@
  *   steps_three.cuh    the three-launch step (optimized, bf16) and its backward kernel's
  *                      choice; kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
  *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16);
- *                      kernels_persistent.cuh its kernel, kernels_persistent_products.cuh
- *                      its two products in each precision
+ *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
+ *                      its phases, kernels_persistent_products.cuh its two products in each
+ *                      precision, kernels_persistent_sync.cuh how its blocks reach each other
  *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
  *   flags.cuh          the chapter's command line
  *   data.cuh           the data: IDX files or the synthetic set, pixel statistics

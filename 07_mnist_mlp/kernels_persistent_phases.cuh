@@ -1,0 +1,338 @@
+/* Chapter 07: the persistent trainers' kernel (kernels_persistent.cuh) in parts: what a launch
+ * is given (PstArgs), a block's shared memory (PstShared), and every phase of a step but the
+ * two products (kernels_persistent_products.cuh):
+ *
+ *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row)
+ *   the small params   W2's rows, b1, b2 and their velocities in and out
+ *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share
+ *   softmax_backward   pst_softmax, pst_backward_small (dz1 stored into the whole cluster)
+ *   small_step         pst_step_small
+ * How the blocks reach each other: kernels_persistent_sync.cuh. */
+#ifndef CH07_KERNELS_PERSISTENT_PHASES_CUH
+#define CH07_KERNELS_PERSISTENT_PHASES_CUH
+
+#include "kernels_persistent_products.cuh"
+#include "kernels_persistent_sync.cuh"
+
+/* One launch: a training epoch (train = 1) or the test pass (train = 0). */
+typedef struct {
+    const unsigned char *pixels, *labels;
+    const int *order;           /* batch row b of step s is image order[s * batch + b] */
+    int images, batch, steps;   /* steps = ceil(images / batch); 0: the launch does nothing */
+    float scale, shift;         /* x = pixel * scale + shift */
+    float *params, *vel;        /* reference.h's layout: W1 | b1 | W2 | b2 */
+    int hidden, w1, b1, w2, b2; /* H and the offsets (floats) */
+    float lr, mu;
+    int train;
+    float *z2part;              /* [2][groups][256][10]: each cluster's share of z2 */
+    unsigned *barrier;          /* the grid barrier's count: 0 at launch */
+    float *loss;                /* train: one sum a step; test: the total */
+    int *correct;               /* test: rows whose largest logit is the label */
+    float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
+    long long *phase_cycles;    /* NULL, or PST_PHASES sums: block 0's clock cycles in each phase */
+} PstArgs;
+
+/* The phases of a step, as the bench reports them (phase_cycles). */
+enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_SMALL_STEP, PST_DW1, PST_PHASES };
+
+/* A block's shared memory. part holds the forward's partial sums, then (from
+ * softmax_backward on) dz1 of every row of the batch in the product's type; own holds z1
+ * of the block's rows, then their dz1. The small parameters: W2's rows of the cluster's units, b1 of them, b2, each
+ * with its velocity (v...) and the block's share of its gradient (g...). */
+template <typename S>
+struct PstShared {
+    typedef typename PstProduct<S>::T T;
+    alignas(16) T xs[PST_MAX_ROWS * PstProduct<S>::X_ROW];
+    alignas(16) float part[PST_MAX_ROWS * PST_UNITS];
+    alignas(16) T w1s[PstProduct<S>::MAX_SLICE * PstProduct<S>::W_ROW];
+    alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
+    alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
+    alignas(16) float b1[PST_UNITS], vb1[PST_UNITS], gb1[PST_UNITS];
+    float b2[16], vb2[16], gb2[16];
+    float dz2[PST_OWN_ROWS * MLP_CLASSES];
+    int y[PST_OWN_ROWS];
+    float loss;
+    int correct;
+};
+static_assert(PST_MAX_ROWS * PstProduct<MlpBf16>::D_ROW * 2 <= PST_MAX_ROWS * PST_UNITS * 4, "bf16 dz1 fits in part");
+
+/* Batch rows of step s, and the rows a rank finishes (R of them from R q; R = ceil(rows / 8)). */
+static inline __host__ __device__ int pst_rows(const PstArgs &a, int s)
+{
+    int left = a.images - s * a.batch;
+    return left < a.batch ? left : a.batch;
+}
+
+typedef struct {
+    int R, r0, n; /* rows per rank, the first of this rank's, how many it has (0 for the last ranks of a tiny batch) */
+} PstOwn;
+
+static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
+{
+    PstOwn o;
+    o.R = (rows + PST_CLUSTER - 1) / PST_CLUSTER;
+    o.r0 = rank * o.R;
+    o.n = rows - o.r0 < o.R ? rows - o.r0 : o.R;
+    if (o.n < 0) o.n = 0;
+    return o;
+}
+
+#ifdef PST_DEVICE
+
+/* ------------------------------------------------------------------ the batch */
+
+/* Thread r's row of a batch (step s's row r), loaded ahead: its slice's pixels, its label. */
+template <typename S>
+static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
+                                                     int s, int rows, int k0, int ks)
+{
+    int r = threadIdx.x;
+    if (r >= rows) return;
+    int img = a.order[s * a.batch + r];
+    PstProduct<S>::fetch(row, a.pixels + (size_t)img * IDX_PIXELS, k0, ks);
+    label = a.labels[img];
+}
+
+/* ... into x (rows past the batch: zeros, which the products may read) and the labels of
+ * this rank's rows. */
+template <typename S>
+static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, const typename PstProduct<S>::Row &row, int label,
+                                                   const PstArgs &a, int rows, int rank, int ks)
+{
+    int r = threadIdx.x;
+    PstProduct<S>::put(sm.xs, r, row, ks, r < rows, a.scale, a.shift);
+    PstOwn o = pst_own(rows, rank);
+    if (r >= o.r0 && r < o.r0 + o.n) sm.y[r - o.r0] = label;
+}
+
+/* ------------------------------------------------------------------ the small parameters */
+
+/* W2's rows of units u0 .. u0+63, b1 of them and b2, with their velocities (units past H: 0). */
+template <typename S>
+static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const PstArgs &a, int u0)
+{
+    for (int i = threadIdx.x; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        bool ok = u0 + i / MLP_CLASSES < a.hidden;
+        size_t at = (size_t)u0 * MLP_CLASSES + i;
+        sm.w2[i] = ok ? a.params[a.w2 + at] : 0.0f;
+        sm.vw2[i] = ok ? a.vel[a.w2 + at] : 0.0f;
+    }
+    int t = threadIdx.x;
+    if (t < PST_UNITS) {
+        bool ok = u0 + t < a.hidden;
+        sm.b1[t] = ok ? a.params[a.b1 + u0 + t] : 0.0f;
+        sm.vb1[t] = ok ? a.vel[a.b1 + u0 + t] : 0.0f;
+    }
+    if (t < 16) {
+        sm.b2[t] = t < MLP_CLASSES ? a.params[a.b2 + t] : 0.0f;
+        sm.vb2[t] = t < MLP_CLASSES ? a.vel[a.b2 + t] : 0.0f;
+    }
+    if (t == 0) sm.loss = 0.0f, sm.correct = 0;
+}
+
+/* ... and back: rank 0 of each cluster its units' W2 rows and b1, block 0 b2. */
+template <typename S>
+static __device__ __forceinline__ void pst_store_small(const PstShared<S> &sm, const PstArgs &a, int u0, int rank)
+{
+    if (rank != 0) return;
+    for (int i = threadIdx.x; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        if (u0 + i / MLP_CLASSES >= a.hidden) continue;
+        size_t at = (size_t)u0 * MLP_CLASSES + i;
+        a.params[a.w2 + at] = sm.w2[i];
+        a.vel[a.w2 + at] = sm.vw2[i];
+    }
+    int t = threadIdx.x;
+    if (t < PST_UNITS && u0 + t < a.hidden) a.params[a.b1 + u0 + t] = sm.b1[t], a.vel[a.b1 + u0 + t] = sm.vb1[t];
+    if (blockIdx.x == 0 && t < MLP_CLASSES) a.params[a.b2 + t] = sm.b2[t], a.vel[a.b2 + t] = sm.vb2[t];
+}
+
+/* ------------------------------------------------------------------ reduce_z1_z2 */
+
+/* z1 of this rank's rows: b1 plus every block's partial sums (part by part, each in rank
+ * order), into own; on the step --check reads, also into z1_last. The 8 blocks' pieces of
+ * a float4 are all loaded before any is added: a load from another SM's shared memory takes
+ * hundreds of cycles, and one after another they were most of the phase. */
+template <typename S>
+static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, PstSplit sp, int u0,
+                                                     bool record)
+{
+    constexpr int Q = PST_UNITS / 4;
+    for (int i = threadIdx.x; i < o.n * Q; i += PST_THREADS) {
+        int rl = i / Q, c4 = i % Q, r = o.r0 + rl;
+        float4 z = *(const float4 *)(sm.b1 + 4 * c4);
+        for (int p = 0; p < sp.parts; p++) {
+            size_t at = ((size_t)p * sp.per + r) * PST_UNITS + 4 * c4;
+            float4 v[PST_CLUSTER];
+#pragma unroll
+            for (int peer = 0; peer < PST_CLUSTER; peer++)
+                v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * (uint32_t)at);
+#pragma unroll
+            for (int peer = 0; peer < PST_CLUSTER; peer++)
+                z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
+        }
+        *(float4 *)(sm.own + rl * PST_UNITS + 4 * c4) = z;
+        if (record) {
+            const float zs[4] = {z.x, z.y, z.z, z.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (u0 + 4 * c4 + e < a.hidden) a.z1_last[(size_t)r * a.hidden + u0 + 4 * c4 + e] = zs[e];
+        }
+    }
+}
+
+/* The cluster's share of z2 for this rank's rows: relu(z1) . W2[units], into z2part. */
+template <typename S>
+static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
+                                                    int groups, int buf)
+{
+    float *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
+        int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
+        const float *z = sm.own + rl * PST_UNITS;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* four chains of FMAs, not one of 72 */
+#pragma unroll
+        for (int u = 0; u < PST_UNITS; u += 4)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[e] = fmaf(fmaxf(z[u + e], 0.0f), sm.w2[(u + e) * MLP_CLASSES + c], acc[e]);
+        out[(size_t)(o.r0 + rl) * MLP_CLASSES + c] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+}
+
+/* ------------------------------------------------------------------ softmax_backward */
+
+/* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
+ * softmax, the loss, and when training dz2 = (p - onehot) / rows. First every thread loads
+ * the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2 in
+ * sm.dz2: one round trip to L2, not one a row. Then a warp a row, lane c class c (lanes
+ * 10-31 only take part in the shuffles), as in kernels.cuh's output layer. Only cluster 0
+ * counts the loss and the correct rows (every cluster computes the same). */
+template <typename S>
+static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group,
+                                                   int groups, int buf, bool record)
+{
+    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, BATCH = 16;
+    const float *in = a.z2part + (size_t)buf * groups * PST_MAX_ROWS * MLP_CLASSES;
+    float z[MINE];
+#pragma unroll
+    for (int j = 0; j < MINE; j++) z[j] = sm.b2[(threadIdx.x + j * PST_THREADS) % MLP_CLASSES];
+    for (int g0 = 0; g0 < groups; g0 += BATCH) {
+        float share[MINE][BATCH];
+#pragma unroll
+        for (int j = 0; j < MINE; j++) {
+            int i = threadIdx.x + j * PST_THREADS;
+#pragma unroll
+            for (int g = 0; g < BATCH; g++)
+                share[j][g] = i < o.n * MLP_CLASSES && g0 + g < groups
+                                  ? __ldcg(in + ((size_t)(g0 + g) * PST_MAX_ROWS + o.r0) * MLP_CLASSES + i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < MINE; j++)
+#pragma unroll
+            for (int g = 0; g < BATCH; g++) z[j] += share[j][g];
+    }
+#pragma unroll
+    for (int j = 0; j < MINE; j++)
+        if (threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES) sm.dz2[threadIdx.x + j * PST_THREADS] = z[j];
+    __syncthreads();
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int rl = warp; rl < o.n; rl += PST_THREADS / 32) {
+        int r = o.r0 + rl, label = sm.y[rl];
+        bool mine = lane < MLP_CLASSES;
+        int c = mine ? lane : 0, best = c;
+        float zc = mine ? sm.dz2[rl * MLP_CLASSES + c] : 0.0f; /* lane c alone reads and writes element c */
+        float zmax, e, sum, zlabel;
+        mlp_softmax_row(zc, mine, label, zmax, best, e, sum, zlabel);
+        if (group == 0 && lane == 0) {
+            atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
+            if (best == label) atomicAdd(&sm.correct, 1);
+        }
+        if (a.train && mine) {
+            float d = (e / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
+            sm.dz2[rl * MLP_CLASSES + lane] = d;
+            if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane] = d;
+        }
+    }
+}
+
+/* The block's share of the small gradients over its rows, and their dz1 in place of z1:
+ *   gW2[u][c] = sum relu(z1[r][u]) dz2[r][c]    gb2[c] = sum dz2[r][c]
+ *   dz1[r][u] = z1[r][u] > 0 ? sum_c dz2[r][c] W2[u][c] : 0    gb1[u] = sum dz1[r][u]
+ * and dz1 of its rows stored into every block's part, where the dW1 product reads all the
+ * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
+ * as loads from it would; the cluster barrier after this makes them visible. Every part is
+ * free by now: the last reads of the forward's partial sums came before the grid barrier.
+ * The rows past the batch up to the next multiple of 16, which bf16's product reads, are
+ * cleared by each block in its own part. */
+template <typename S>
+static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)
+{
+    int t = threadIdx.x;
+    for (int i = t; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
+        int u = i / MLP_CLASSES, c = i % MLP_CLASSES;
+        float even = 0.0f, odd = 0.0f; /* two chains of FMAs; named, so that both stay in registers */
+        int rl = 0;
+        for (; rl + 1 < o.n; rl += 2) {
+            even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
+            odd = fmaf(fmaxf(sm.own[(rl + 1) * PST_UNITS + u], 0.0f), sm.dz2[(rl + 1) * MLP_CLASSES + c], odd);
+        }
+        if (rl < o.n) even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
+        sm.gw2[i] = even + odd;
+    }
+    if (t < MLP_CLASSES) {
+        float acc = 0.0f;
+        for (int rl = 0; rl < o.n; rl++) acc += sm.dz2[rl * MLP_CLASSES + t];
+        sm.gb2[t] = acc;
+    }
+    __syncthreads();
+    for (int i = t; i < o.n * PST_UNITS; i += PST_THREADS) {
+        int rl = i / PST_UNITS, u = i % PST_UNITS;
+        float da = 0.0f;
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(sm.dz2[rl * MLP_CLASSES + c], sm.w2[u * MLP_CLASSES + c], da);
+        sm.own[i] = sm.own[i] > 0.0f ? da : 0.0f;
+    }
+    __syncthreads();
+    constexpr int Q = PST_UNITS / 4;
+    for (int i = t; i < o.n * Q; i += PST_THREADS) {
+        int rl = i / Q, c4 = i % Q;
+        float4 d = *(const float4 *)(sm.own + rl * PST_UNITS + 4 * c4);
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++)
+            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, c4, d);
+    }
+    int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
+    for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    if (t < PST_UNITS) {
+        float even = 0.0f, odd = 0.0f;
+        int rl = 0;
+        for (; rl + 1 < o.n; rl += 2) even += sm.own[rl * PST_UNITS + t], odd += sm.own[(rl + 1) * PST_UNITS + t];
+        if (rl < o.n) even += sm.own[rl * PST_UNITS + t];
+        sm.gb1[t] = even + odd;
+    }
+}
+
+/* ------------------------------------------------------------------ small_step */
+
+/* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order. */
+template <typename S>
+static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr, float mu)
+{
+    constexpr int NW = PST_UNITS * MLP_CLASSES, NB = NW + PST_UNITS, N = NB + MLP_CLASSES;
+    for (int i = threadIdx.x; i < N; i += PST_THREADS) {
+        float *w = i < NW ? sm.w2 + i : i < NB ? sm.b1 + (i - NW) : sm.b2 + (i - NB);
+        float *v = i < NW ? sm.vw2 + i : i < NB ? sm.vb1 + (i - NW) : sm.vb2 + (i - NB);
+        float *g = i < NW ? sm.gw2 + i : i < NB ? sm.gb1 + (i - NW) : sm.gb2 + (i - NB);
+        float share[PST_CLUSTER], sum = 0.0f; /* the 8 remote loads in flight together */
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++) share[peer] = pst_ld_peer(pst_peer(g, peer));
+#pragma unroll
+        for (int peer = 0; peer < PST_CLUSTER; peer++) sum += share[peer];
+        *v = fmaf(mu, *v, sum);
+        *w -= lr * *v;
+    }
+}
+
+#endif /* PST_DEVICE */
+
+#endif
