@@ -1,6 +1,6 @@
 /* Chapter 07: the persistent trainers' kernel (kernels_persistent.cuh) in parts: what a launch
  * is given (PstArgs), a block's shared memory (PstShared), and every phase of a step but the
- * two products (kernels_persistent_products.cuh):
+ * two products (kernels_persistent_products.cuh, _fp32.cuh, _bf16.cuh):
  *
  *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row)
  *   the small params   W2's rows, b1, b2 and their velocities in and out
@@ -11,7 +11,8 @@
 #ifndef CH07_KERNELS_PERSISTENT_PHASES_CUH
 #define CH07_KERNELS_PERSISTENT_PHASES_CUH
 
-#include "kernels_persistent_products.cuh"
+#include "kernels_persistent_bf16.cuh"
+#include "kernels_persistent_fp32.cuh"
 #include "kernels_persistent_sync.cuh"
 
 /* One launch: a training epoch (train = 1) or the test pass (train = 0). */

@@ -26,8 +26,9 @@
  *                      choice; kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
  *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16);
  *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
- *                      its phases, kernels_persistent_products.cuh its two products in each
- *                      precision, kernels_persistent_sync.cuh how its blocks reach each other
+ *                      its phases, kernels_persistent_products.cuh its two products (with
+ *                      kernels_persistent_fp32.cuh and _bf16.cuh, one precision each),
+ *                      kernels_persistent_sync.cuh how its blocks reach each other
  *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
  *   flags.cuh          the chapter's command line
  *   data.cuh           the data: IDX files or the synthetic set, pixel statistics
