@@ -145,7 +145,7 @@ static void stage_times(Trainer *t, int reps, double *us)
  * all of them. */
 static int bench_epochs(const Impl *impl, int epochs)
 {
-    if (impl->graph == GRAPH_EPOCH || impl->family->epoch) return epochs;
+    if (epoch_in_one_launch(impl)) return epochs;
     if (!strcmp(impl->role, "naive") || !impl->family->fused) return epochs < 2 ? epochs : 2;
     return epochs < 5 ? epochs : 5;
 }
@@ -236,8 +236,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
-        if ((IMPLS[k].graph == GRAPH_EPOCH || IMPLS[k].family->epoch) && IMPLS[k].family->stages)
-            stage_times(&t, o->reps, stage_us[k]);
+        if (epoch_in_one_launch(&IMPLS[k]) && IMPLS[k].family->stages) stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
         stage_csv_rows(info, batch, n_train, res, stage_us, k);
     }

@@ -108,7 +108,7 @@ static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, const typen
 
 /* ------------------------------------------------------------------ the small parameters */
 
-/* W2's rows of units u0 .. u0+63, b1 of them and b2, with their velocities (units past H: 0). */
+/* W2's rows of units u0 .. u0+71, b1 of them and b2, with their velocities (units past H: 0). */
 template <typename S>
 static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const PstArgs &a, int u0)
 {

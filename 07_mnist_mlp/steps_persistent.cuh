@@ -21,7 +21,7 @@
 typedef struct {
     float *z2part;
     unsigned *barrier;
-    int groups;      /* clusters: ceil(H / 64) */
+    int groups;      /* clusters: ceil(H / 72) */
     int cooperative; /* 1 if the driver took a cooperative launch with clusters */
     long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
 } PstBuffers;
@@ -30,12 +30,12 @@ static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; 
 
 static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS; }
 
-/* A launch of `groups` clusters of 8 blocks, cooperative or not. */
+/* The configuration of a launch of `groups` clusters of 8 blocks, cooperative or not (at:
+ * room for its two attributes, which cfg points to). */
 template <typename S>
-static cudaError_t pst_try_launch(const PstArgs &a, int groups, int cooperative)
+static cudaLaunchConfig_t pst_config(int groups, int cooperative, cudaLaunchAttribute (&at)[2])
 {
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[2];
     cfg.gridDim = dim3(groups * PST_CLUSTER);
     cfg.blockDim = dim3(PST_THREADS);
     cfg.dynamicSmemBytes = sizeof(PstShared<S>);
@@ -46,6 +46,14 @@ static cudaError_t pst_try_launch(const PstArgs &a, int groups, int cooperative)
     at[1].val.cooperative = 1;
     cfg.attrs = at;
     cfg.numAttrs = cooperative ? 2 : 1;
+    return cfg;
+}
+
+template <typename S>
+static cudaError_t pst_try_launch(const PstArgs &a, int groups, int cooperative)
+{
+    cudaLaunchAttribute at[2];
+    cudaLaunchConfig_t cfg = pst_config<S>(groups, cooperative, at);
     return cudaLaunchKernelEx(&cfg, mlp_persistent<S>, a);
 }
 
@@ -58,22 +66,16 @@ static int pst_max_clusters(void)
     if (fa.binaryVersion < 90) return 0; /* built for an older GPU: its kernel is empty */
     CUDA_CHECK(cudaFuncSetAttribute(mlp_persistent<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)sizeof(PstShared<S>)));
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at;
-    cfg.gridDim = dim3(PST_CLUSTER);
-    cfg.blockDim = dim3(PST_THREADS);
-    cfg.dynamicSmemBytes = sizeof(PstShared<S>);
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = PST_CLUSTER, at.val.clusterDim.y = 1, at.val.clusterDim.z = 1;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at[2];
+    cudaLaunchConfig_t cfg = pst_config<S>(1, 0, at);
     int clusters = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, mlp_persistent<S>, &cfg));
     return clusters;
 }
 
-template <typename S>
-static int pst_unsupported(int hidden, int batch, char *why, size_t len)
+/* Why H hidden units in batches of B cannot run on a GPU that holds `can` clusters at once
+ * (1 and the reason in why), or 0. */
+static int pst_refusal(int hidden, int batch, int can, char *why, size_t len)
 {
     if (current_device_attribute(cudaDevAttrComputeCapabilityMajor) < 9) {
         snprintf(why, len, "needs thread block clusters (sm_90 or newer)");
@@ -83,7 +85,6 @@ static int pst_unsupported(int hidden, int batch, char *why, size_t len)
         snprintf(why, len, "batch %d is over the %d rows its shared memory holds", batch, PST_MAX_ROWS);
         return 1;
     }
-    int can = pst_max_clusters<S>();
     if (can < pst_groups(hidden)) {
         snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), "
                  "and this %s holds %d", hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS,
@@ -91,6 +92,12 @@ static int pst_unsupported(int hidden, int batch, char *why, size_t len)
         return 1;
     }
     return 0;
+}
+
+template <typename S>
+static int pst_unsupported(int hidden, int batch, char *why, size_t len)
+{
+    return pst_refusal(hidden, batch, pst_max_clusters<S>(), why, len);
 }
 
 /* The launch's arguments that every launch shares. */
@@ -120,7 +127,8 @@ template <typename S>
 static void pst_create(Trainer *t)
 {
     char why[200];
-    if (pst_unsupported<S>(t->hidden, t->batch, why, sizeof why)) { /* the callers ask first */
+    int can = pst_max_clusters<S>();
+    if (pst_refusal(t->hidden, t->batch, can, why, sizeof why)) { /* the callers ask first */
         fprintf(stderr, "internal error: trainer %s cannot run here: %s\n", t->impl->name, why);
         exit(1);
     }
@@ -142,7 +150,7 @@ static void pst_create(Trainer *t)
     }
     CUDA_CHECK(cudaDeviceSynchronize());
     printf("  %s: %d clusters of %d blocks (the GPU holds %d at once), %zu bytes of shared memory a block, %s launch\n",
-           t->impl->name, b->groups, PST_CLUSTER, pst_max_clusters<S>(), sizeof(PstShared<S>),
+           t->impl->name, b->groups, PST_CLUSTER, can, sizeof(PstShared<S>),
            b->cooperative ? "cooperative" : "plain (resident by occupancy)");
 }
 

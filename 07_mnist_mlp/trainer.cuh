@@ -168,6 +168,10 @@ static MlpBatch fused_batch(const Trainer *t)
     return b;
 }
 
+/* Whether a trainer runs an epoch as one launch: its whole-epoch graph, or its family's
+ * one kernel (the bench times all its epochs, and its stages inside them). */
+static int epoch_in_one_launch(const Impl *impl) { return impl->graph == GRAPH_EPOCH || impl->family->epoch; }
+
 /* Why trainer `impl` cannot train H hidden units in batches of B on this GPU: 1 and the
  * reason in why, or 0 if it can. */
 static int impl_unsupported(const Impl *impl, int hidden, int batch, char *why, size_t len)
