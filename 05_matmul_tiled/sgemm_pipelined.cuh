@@ -63,7 +63,8 @@ typedef struct {
     int b_col;                   /* the first of this thread's 4 columns of B */
     unsigned a_rows_ok;          /* bit l: copy l of A lies on a row < M */
     bool a_rows_all;             /* all of them do */
-    bool b_fast;                 /* this thread's B columns are inside N and 16-byte copyable */
+    bool b_fast;                 /* this thread's B columns are inside B's rows and 16-byte copyable */
+    bool b_zero;                 /* a padded B, and all 4 columns past its rows: 16 zero bytes */
 } SgemmCopyPlan;
 
 template <typename Cfg>
@@ -92,7 +93,13 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
         if (m0 + am + l * A_ROWS < M) p.a_rows_ok |= 1u << l;
     p.a_rows_all = p.a_rows_ok == (A_COPIES == 32 ? ~0u : (1u << A_COPIES) - 1u);
     p.b_col = n0 + bn;
-    p.b_fast = b_vec && p.b_col + 3 < N;
+    /* Inside B's rows, not inside N: the columns N..ldb-1 of sgemm_best's padded B are
+     * zeros, and a column past N only ever reaches the columns of C past N, which are never
+     * stored. So with a padded B a block on the right edge of C copies like any other
+     * (before, its threads past column N went 4 bytes at a time on every slice, and those
+     * blocks set the kernel's time: 2048 x 2047 x 2048 ran 9% longer on its slowest SM). */
+    p.b_fast = b_vec && p.b_col + 3 < ldb;
+    p.b_zero = ldb != N && b_vec && p.b_col >= ldb; /* (false at compile time where ldb is N) */
     return p;
 }
 
@@ -141,6 +148,8 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
         bool k_ok = k_full || k0 + p.b_k + l * B_ROWS < K;
         if (p.b_fast && k_ok) {
             sgemm_cp_async16(dst, src);
+        } else if (p.b_zero) {
+            sgemm_cp_async16_zfill(dst, B, false);
         } else {
 #pragma unroll
             for (int q = 0; q < 4; q++) {
@@ -306,7 +315,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
     else if (EPI == SGEMM_EPI_ATOMIC4)
         sgemm_tile_atomic_add4<Cfg>(C, M, N, alpha, c_vec, acc, m0 + row, n0 + col);
     else
-        sgemm_tile_store_plain<Cfg>(smem, C, M, N, alpha, beta, c_vec, acc, m0, n0, row, col);
+        sgemm_tile_store_plain<Cfg, PITCHED_B>(smem, C, M, N, alpha, beta, c_vec, acc, m0, n0, row, col);
 }
 
 /* Sets up a configuration's kernel (the dynamic shared memory it asks for) once per GPU,

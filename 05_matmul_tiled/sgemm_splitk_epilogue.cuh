@@ -39,28 +39,36 @@ __device__ __forceinline__ void sgemm_atomic_add4(float *p, float4 v)
 #endif
 }
 
-/* The same with 16-byte atomics where C's rows allow them (c_vec), element by element
- * on the right edge of C. */
+/* The same with 16-byte atomics where C's rows allow them (c_vec); otherwise 4-byte ones,
+ * each float4 first moved across the lanes of its row (sgemm_lanes_to_rows) so that a
+ * warp's atomics land on neighbouring floats. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, float alpha,
                                                        bool c_vec,
                                                        float (&acc)[Cfg::TM][Cfg::TN], int m,
                                                        int n)
 {
+    int first = n - 3 * (threadIdx.x % 32 % Cfg::WTC), room = N - first; /* as in sgemm_tile_store_rows */
 #pragma unroll
     for (int i = 0; i < Cfg::TM; i++) {
         int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;
-        if (r >= M) continue;
 #pragma unroll
         for (int j = 0; j < Cfg::TN / 4; j++) {
             int c = n + j * Cfg::WTC * 4;
-            float *p = C + (size_t)r * N + c;
             const float *a = &acc[i][4 * j];
-            if (c_vec && c + 3 < N) {
-                sgemm_atomic_add4(p, make_float4(alpha * a[0], alpha * a[1], alpha * a[2],
-                                                 alpha * a[3]));
-            } else {
-                for (int q = 0; q < 4 && c + q < N; q++) atomicAdd(p + q, alpha * a[q]);
+            if (c_vec) {
+                if (r < M && c < N)
+                    sgemm_atomic_add4(C + (size_t)r * N + c, make_float4(alpha * a[0], alpha * a[1],
+                                                                         alpha * a[2], alpha * a[3]));
+                continue;
+            }
+            float t[4];
+            sgemm_lanes_to_rows<Cfg>(a, t);
+            float *row = C + (size_t)r * N + first;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                int d = j * Cfg::WTC * 4 + q * Cfg::WTC;
+                if (r < M && d < room) atomicAdd(row + d, alpha * t[q]);
             }
         }
     }

@@ -68,19 +68,28 @@ __device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, i
     }
 }
 
-/* The plain epilogue: staged where C's rows are not 16-byte aligned and the tile fits. */
-template <typename Cfg>
+/* The plain epilogue. The pitched kernel (PITCHED_B: sgemm_best's padded B, so N % 4 != 0
+ * and C's rows never take 16-byte stores) goes through shared memory where the tile fits
+ * there and otherwise moves each float4 across the lanes of its row first
+ * (sgemm_tile_store_rows); the other kernels staged where C's rows are not 16-byte aligned
+ * and the tile fits, else from registers (sgemm_tile_store). Only the pitched kernel gets
+ * the lane exchange: in the others, which also serve every even N, the same code made
+ * ptxas schedule splitk_8x8's main loop differently, and 2048^3 ran 5% slower. */
+template <typename Cfg, bool PITCHED_B>
 __device__ __forceinline__ void sgemm_tile_store_plain(float *smem, float *C, int M, int N, float alpha,
                                                        float beta, bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
                                                        int m0, int n0, int row, int col)
 {
     if constexpr (SgemmStagedFits<Cfg>::value) {
-        if (!c_vec) {
+        if (PITCHED_B || !c_vec) {
             sgemm_tile_store_staged<Cfg>(smem, C, M, N, alpha, beta, acc);
             return;
         }
     }
-    sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
+    if constexpr (PITCHED_B)
+        sgemm_tile_store_rows<Cfg>(C, M, N, alpha, beta, acc, m0 + row, n0 + col);
+    else
+        sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
 }
 
 #endif

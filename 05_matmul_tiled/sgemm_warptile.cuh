@@ -123,6 +123,76 @@ __device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float a
     }
 }
 
+/* For a C whose rows cannot take 16-byte stores (N % 4 != 0): the 4 neighbouring outputs
+ * v that this thread holds, moved across the lanes of its row. In a warp, the WTC lanes of
+ * one row hold 4 * WTC neighbouring columns, 4 each (lane c: columns 4c .. 4c + 3). A
+ * 4-byte store from there touches WTC floats 16 bytes apart in every row: 4 times the L2
+ * sectors of the same floats in a run. After the exchange, t[q] is column q * WTC + c, so
+ * each of the 4 stores (or atomic adds) writes WTC neighbouring floats of each row. Lane c
+ * needs element c % 4 of lane q * WTC / 4 + c / 4: four shuffles, one per element, and
+ * the lane keeps its own. All 32 lanes must call it (no lane may have left early). */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_lanes_to_rows(const float *v, float (&t)[4])
+{
+    int lane = threadIdx.x % 32, c = lane % Cfg::WTC, row_lanes = lane - c;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        int src = row_lanes + q * Cfg::WTC / 4 + c / 4;
+        float x0 = __shfl_sync(0xffffffffu, v[0], src), x1 = __shfl_sync(0xffffffffu, v[1], src);
+        float x2 = __shfl_sync(0xffffffffu, v[2], src), x3 = __shfl_sync(0xffffffffu, v[3], src);
+        t[q] = c % 4 == 0 ? x0 : c % 4 == 1 ? x1 : c % 4 == 2 ? x2 : x3;
+    }
+}
+
+/* The same for a C whose rows cannot take 16-byte stores (N % 4 != 0): 4 bytes at a time,
+ * each float4 first moved across the lanes of its row (sgemm_lanes_to_rows), so that a
+ * warp's store writes WTC neighbouring floats of each of its rows. After the exchange this
+ * thread's floats of a row lie at fixed distances from its first one, column n - 3c (c:
+ * its place in the row's lanes): one pointer a row, and the distances become immediate
+ * offsets of the loads and stores. */
+template <typename Cfg>
+__device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, float alpha, float beta,
+                                                      float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
+{
+    constexpr int PER_16 = 16 / Cfg::TN > 0 ? 16 / Cfg::TN : 1;
+    constexpr int EPI_ROWS = PER_16 < Cfg::TM ? PER_16 : Cfg::TM;
+    int first = n - 3 * (threadIdx.x % 32 % Cfg::WTC), room = N - first; /* columns left in C */
+#pragma unroll
+    for (int i0 = 0; i0 < Cfg::TM; i0 += EPI_ROWS) {
+        float old[EPI_ROWS][Cfg::TN];
+#pragma unroll
+        for (int i = 0; i < EPI_ROWS; i++) {
+            int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+            const float *row = C + (size_t)r * N + first;
+#pragma unroll
+            for (int j = 0; j < Cfg::TN / 4; j++) {
+                float t[4];
+                sgemm_lanes_to_rows<Cfg>(&acc[i0 + i][4 * j], t);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    constexpr int WTC = Cfg::WTC;
+                    int d = j * WTC * 4 + q * WTC;
+                    acc[i0 + i][4 * j + q] = t[q];
+                    old[i][4 * j + q] = beta != 0.0f && r < M && d < room ? row[d] : 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < EPI_ROWS; i++) {
+            int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+            float *row = C + (size_t)r * N + first;
+#pragma unroll
+            for (int j = 0; j < Cfg::TN / 4; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    int d = j * Cfg::WTC * 4 + q * Cfg::WTC;
+                    float v = alpha * acc[i0 + i][4 * j + q];
+                    if (r < M && d < room) row[d] = beta != 0.0f ? v + beta * old[i][4 * j + q] : v;
+                }
+        }
+    }
+}
+
 /* 8. warptile: step 7's loads (global -> registers -> transposed, padded shared tile) with
  * the warp-tiled thread layout above: shared loads without conflicts, and each warp reads
  * a compact WM x BK and BK x WN footprint. */

@@ -116,6 +116,8 @@ static void test_choices(void)
     expect(p.gemv_splits > 1, "05 model: 1x5371x7158 (a matrix-vector product) runs gemv, K split");
     p = plan(&m, 5224, 56, 7391, -0.5f);
     expect(p.rest.tile == SGEMM_TILE_THIN_N_8X8, "05 model: 5224x56x7391 runs thin_n_8x8");
+    expect(sgemm_padded_ld(4097) == 4100 && sgemm_padded_ld(2047) == 2048 && sgemm_padded_ld(1) == 4,
+           "05 model: the padded B's rows are a multiple of 4 floats");
     p = plan(&m, 8192, 24, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_N, "05 model: 8192x24x8192 runs thin_n");
     m.occupancy[SGEMM_TILE_HOPPER] = m.split_occupancy[SGEMM_TILE_HOPPER] = 0;
