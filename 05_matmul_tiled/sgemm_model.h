@@ -142,7 +142,8 @@ static inline long long sgemm_model_ceil(long long a, long long b) { return (a +
 
 /* The row length of sgemm_best's padded copy of B: N rounded up to a multiple of 4, the
  * least that allows 16-byte copies. (Rounded up to 32, every row on a 128-byte line,
- * hopper alone ran 4097^3 in 3.71 ms against 3.74 on an H100: within the noise.) */
+ * hopper alone ran 4097^3 in 3.71 ms, against 3.67-3.75 in three runs with rows of 4 on an
+ * H100: no difference.) */
 #define SGEMM_PAD_LD 4
 static inline int sgemm_padded_ld(int N) { return (int)sgemm_model_ceil(N, SGEMM_PAD_LD) * SGEMM_PAD_LD; }
 
