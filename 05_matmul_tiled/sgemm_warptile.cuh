@@ -154,6 +154,8 @@ template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, float alpha, float beta,
                                                       float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
 {
+    /* 16 loads of C in flight a thread, not sgemm_tile_store's 32: with 32, ptxas spilled
+     * 8-16 bytes in the kernels held to 128 registers */
     constexpr int PER_16 = 16 / Cfg::TN > 0 ? 16 / Cfg::TN : 1;
     constexpr int EPI_ROWS = PER_16 < Cfg::TM ? PER_16 : Cfg::TM;
     int first = n - 3 * (threadIdx.x % 32 % Cfg::WTC), room = N - first; /* columns left in C */
@@ -170,8 +172,7 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
                 sgemm_lanes_to_rows<Cfg>(&acc[i0 + i][4 * j], t);
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    constexpr int WTC = Cfg::WTC;
-                    int d = j * WTC * 4 + q * WTC;
+                    int d = j * Cfg::WTC * 4 + q * Cfg::WTC;
                     acc[i0 + i][4 * j + q] = t[q];
                     old[i][4 * j + q] = beta != 0.0f && r < M && d < room ? row[d] : 0.0f;
                 }
