@@ -48,7 +48,7 @@ __device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, f
                                                        float (&acc)[Cfg::TM][Cfg::TN], int m,
                                                        int n)
 {
-    int first = n - 3 * (threadIdx.x % 32 % Cfg::WTC), room = N - first; /* as in sgemm_tile_store_rows */
+    int first = sgemm_rows_first<Cfg>(n), room = N - first; /* columns left in C */
 #pragma unroll
     for (int i = 0; i < Cfg::TM; i++) {
         int r = m + (i / 4) * Cfg::WTR * 4 + i % 4;

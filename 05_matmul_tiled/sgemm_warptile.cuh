@@ -144,12 +144,19 @@ __device__ __forceinline__ void sgemm_lanes_to_rows(const float *v, float (&t)[4
     }
 }
 
+/* Where this thread's floats of a row lie after sgemm_lanes_to_rows: t[q] is column
+ * first + q * WTC, first = n - 3c (n: the thread's first column, 4c past its row's first). */
+template <typename Cfg>
+__device__ __forceinline__ int sgemm_rows_first(int n)
+{
+    return n - 3 * (threadIdx.x % 32 % Cfg::WTC);
+}
+
 /* The same for a C whose rows cannot take 16-byte stores (N % 4 != 0): 4 bytes at a time,
  * each float4 first moved across the lanes of its row (sgemm_lanes_to_rows), so that a
  * warp's store writes WTC neighbouring floats of each of its rows. After the exchange this
- * thread's floats of a row lie at fixed distances from its first one, column n - 3c (c:
- * its place in the row's lanes): one pointer a row, and the distances become immediate
- * offsets of the loads and stores. */
+ * thread's floats of a row lie at fixed distances from its first one (sgemm_rows_first):
+ * one pointer a row, and the distances become immediate offsets of the loads and stores. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, float alpha, float beta,
                                                       float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
@@ -158,7 +165,7 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
      * 8-16 bytes in the kernels held to 128 registers */
     constexpr int PER_16 = 16 / Cfg::TN > 0 ? 16 / Cfg::TN : 1;
     constexpr int EPI_ROWS = PER_16 < Cfg::TM ? PER_16 : Cfg::TM;
-    int first = n - 3 * (threadIdx.x % 32 % Cfg::WTC), room = N - first; /* columns left in C */
+    int first = sgemm_rows_first<Cfg>(n), room = N - first; /* columns left in C */
 #pragma unroll
     for (int i0 = 0; i0 < Cfg::TM; i0 += EPI_ROWS) {
         float old[EPI_ROWS][Cfg::TN];
