@@ -218,8 +218,7 @@ static double pst_evaluate(Trainer *t, double *loss)
     a.pixels = t->test_pixels, a.labels = t->test_labels, a.order = t->test_order;
     a.images = t->n_test, a.steps = (t->n_test + t->batch - 1) / t->batch;
     a.loss = t->eval_loss, a.correct = t->correct;
-    CUDA_CHECK(cudaMemsetAsync(t->correct, 0, sizeof(int), cudaStreamPerThread));
-    CUDA_CHECK(cudaMemsetAsync(t->eval_loss, 0, sizeof(float), cudaStreamPerThread));
+    test_pass_clear(t);
     pst_launch<S>(t, a);
     return test_pass_result(t, loss);
 }

@@ -307,6 +307,13 @@ static void trainer_destroy(Trainer *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A test pass counts into t->correct and t->eval_loss: cleared first, read back after. */
+static void test_pass_clear(Trainer *t)
+{
+    CUDA_CHECK(cudaMemsetAsync(t->correct, 0, sizeof(int), cudaStreamPerThread));
+    CUDA_CHECK(cudaMemsetAsync(t->eval_loss, 0, sizeof(float), cudaStreamPerThread));
+}
+
 /* What a test pass left in t->correct and t->eval_loss: the accuracy in percent, and the
  * mean loss into *loss if loss is not NULL. */
 static double test_pass_result(const Trainer *t, double *loss)
@@ -328,8 +335,7 @@ typedef void (*EvalForward)(Trainer *t, const MlpSource *src, int first, int row
 static double evaluate_with(Trainer *t, double *loss, EvalForward forward)
 {
     const MlpLayout *l = &t->l;
-    CUDA_CHECK(cudaMemset(t->correct, 0, sizeof(int)));
-    CUDA_CHECK(cudaMemset(t->eval_loss, 0, sizeof(float)));
+    test_pass_clear(t);
     MlpSource src = {t->test_pixels, t->test_labels, t->test_order, t->mean, t->std};
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
