@@ -9,9 +9,14 @@
  * up to `occupancy` blocks at a time, so the busiest SM gets b = ceil(blocks / SMs) of them
  * and the kernel lasts as long as that SM works. Blocks on one SM share its FMA units, so
  * b blocks take b "block times" (one block's FMAs at the SM's full rate), with one
- * exception: an SM needs about 8 warps to keep its FMA pipes busy, so when the last blocks
- * it runs are too few to make 8 warps (a 4-warp block alone), they run at a fraction of the
- * rate and count as if there were enough of them. With 132 SMs, 133 equal blocks take two
+ * exception: an SM needs about 8 warps to keep its FMA pipes busy, so when the blocks it
+ * runs are too few to make 8 warps (a 4-warp block alone), they run at a fraction of the
+ * rate and count as if there were enough of them. That holds when all of an SM's blocks
+ * start together (b <= occupancy); over several rounds they drift apart, and the last one
+ * shares the SM with the others for most of its time (4097^3 as 2145 blocks of splitk_8x8,
+ * 16.25 an SM at 4 a time, ran at 17 block times, not the 18 of a last block alone: 3.34
+ * against the row split's 3.51 ms that the 18 had made the model prefer, H200 and H100
+ * alike, bench_records.txt 14c). With 132 SMs, 133 equal blocks take two
  * block times where 132 take one: the remainder wave. The model sees that and looks for
  * another tile, another split count, or the row split below.
  *
@@ -155,6 +160,7 @@ static inline long long sgemm_model_block_times(long long blocks, int sms, int o
     int fill = (SGEMM_WARPS_TO_FILL + warps - 1) / warps; /* blocks that make 8 warps */
     if (fill > occ) fill = occ;
     long long last = (b - 1) % occ + 1; /* blocks the SM runs together at the end */
+    if (b > occ) return b; /* several rounds: the last block overlaps the others (see WAVES) */
     return b + (last < fill ? fill - last : 0);
 }
 

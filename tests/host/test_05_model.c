@@ -76,7 +76,8 @@ static void test_block_times(void)
     expect(sgemm_model_block_times(133, 132, 1, 8) == 2, "05 model: 133 blocks: the remainder wave");
     expect(sgemm_model_block_times(528, 132, 4, 4) == 4, "05 model: 528 4-warp blocks, 4 an SM");
     expect(sgemm_model_block_times(132, 132, 4, 4) == 2, "05 model: a 4-warp block alone runs at half rate");
-    expect(sgemm_model_block_times(529, 132, 4, 4) == 6, "05 model: 529 4-warp blocks: the last alone, at half rate");
+    expect(sgemm_model_block_times(264, 132, 4, 4) == 2, "05 model: two 4-warp blocks an SM, started together: 8 warps");
+    expect(sgemm_model_block_times(529, 132, 4, 4) == 5, "05 model: 529 4-warp blocks: several rounds, no half-rate tail");
 }
 
 static SgemmPlan plan(const SgemmMachine *m, int M, int N, int K, float beta)
@@ -107,9 +108,12 @@ static void test_choices(void)
     expect(is(&p, SGEMM_TILE_SMALL, 1), "05 model: 256x1024x10 runs hopper_small");
     p = plan(&m, 256, 10, 1024, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_SMALL && p.rest.splits > 1, "05 model: 256x10x1024 runs splitk");
+    p = plan(&m, 3073, 3073, 3073, -0.5f);
+    expect(p.top_rows > 0 && p.top_rows % m.tiles[p.top.tile].bm == 0 && p.top_rows < 3073 && p.pack_b,
+           "05 model: 3073^3 splits off the remainder wave's rows and pads B");
     p = plan(&m, 4097, 4097, 4097, -0.5f);
-    expect(p.top_rows > 0 && p.top_rows % m.tiles[p.top.tile].bm == 0 && p.top_rows < 4097 && p.pack_b,
-           "05 model: 4097^3 splits off the remainder wave's rows and pads B");
+    expect(p.pack_b && p.top_rows == 0 && p.rest.tile == SGEMM_TILE_WIDE && p.rest.splits == 1,
+           "05 model: 4097^3 pads B and runs splitk_8x8's tiles");
     p = plan(&m, 16, 8192, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_M, "05 model: 16x8192x8192 runs thin_m");
     p = plan(&m, 1, 5371, 7158, -0.5f);
