@@ -157,11 +157,10 @@ static inline int sgemm_padded_ld(int N) { return (int)sgemm_model_ceil(N, SGEMM
 static inline long long sgemm_model_block_times(long long blocks, int sms, int occ, int warps)
 {
     long long b = sgemm_model_ceil(blocks, sms);
+    if (b > occ) return b; /* several rounds: the last block overlaps the others (see WAVES) */
     int fill = (SGEMM_WARPS_TO_FILL + warps - 1) / warps; /* blocks that make 8 warps */
     if (fill > occ) fill = occ;
-    long long last = (b - 1) % occ + 1; /* blocks the SM runs together at the end */
-    if (b > occ) return b; /* several rounds: the last block overlaps the others (see WAVES) */
-    return b + (last < fill ? fill - last : 0);
+    return b < fill ? fill : b; /* one round: the SM's b blocks run together */
 }
 
 /* Predicted microseconds of one launch: M x N x K with tile t and `splits` K ranges.
