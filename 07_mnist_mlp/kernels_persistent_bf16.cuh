@@ -48,6 +48,14 @@ struct PstProduct<MlpBf16> {
                 *(unsigned *)(w1s + acc_pixel(e) * W_ROW + acc_unit(j, e)) = mlp_pack_bf16x2(w[j][e], w[j][e + 1]);
     }
 
+    /* Where accumulator element (j, e) lies in W1 (hidden floats a row); false past its last unit. */
+    static __device__ __forceinline__ bool w1_at(int hidden, int k0, int u0, int j, int e, size_t &at)
+    {
+        int u = u0 + acc_unit(j, e);
+        at = (size_t)(k0 + acc_pixel(e)) * hidden + u;
+        return u < hidden;
+    }
+
     __device__ __forceinline__ void load(const float *w1, const float *v1, int hidden, int k0, int ks, int u0,
                                          T *w1s)
     {
@@ -56,10 +64,10 @@ struct PstProduct<MlpBf16> {
         for (int j = 0; j < NT; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int u = u0 + acc_unit(j, e);
-                size_t at = (size_t)(k0 + acc_pixel(e)) * hidden + u;
-                w[j][e] = u < hidden ? w1[at] : 0.0f;
-                v[j][e] = u < hidden ? v1[at] : 0.0f;
+                size_t at;
+                bool in = w1_at(hidden, k0, u0, j, e, at);
+                w[j][e] = in ? w1[at] : 0.0f;
+                v[j][e] = in ? v1[at] : 0.0f;
             }
         put_bf16_copy(w1s);
     }
@@ -71,9 +79,8 @@ struct PstProduct<MlpBf16> {
         for (int j = 0; j < NT; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int u = u0 + acc_unit(j, e);
-                size_t at = (size_t)(k0 + acc_pixel(e)) * hidden + u;
-                if (u < hidden) w1[at] = w[j][e], v1[at] = v[j][e];
+                size_t at;
+                if (w1_at(hidden, k0, u0, j, e, at)) w1[at] = w[j][e], v1[at] = v[j][e];
             }
     }
 
