@@ -32,6 +32,10 @@
  *   sgemm_splitk         the 64x64 tiles with K split over several blocks, for small C and long K
  *   sgemm_splitk_8x8     split-K with 64x128 tiles, 8x8 per thread, vector atomics, and
  *                        the split count chosen to balance the SMs (the MLP's shapes)
+ * sgemm_streamk.cuh
+ *   sgemm_streamk        stream-K: the (tile, K slice) pairs dealt out evenly to one block per
+ *                        slot of the GPU, partial tiles added with atomics (64x128 tiles here;
+ *                        sgemm_best uses it with any tile when C has few tiles)
  * sgemm_thin.cuh
  *   sgemm_thin_m         32x128 tiles, for C with few rows (a 64-row tile would be mostly empty)
  *   sgemm_thin_n         128x32 tiles, for C with few columns
@@ -81,7 +85,8 @@
  *
  *     sgemm_best(...)  same signature: runs each shape the way the model of sgemm_model.h
  *                      predicts fastest on this GPU: one of the tiles of hopper,
- *                      splitk_8x8, hopper_small, thin_m, thin_n or thin_n_8x8, split-K or not, or
+ *                      splitk_8x8, hopper_small, thin_m, thin_n or thin_n_8x8, split-K,
+ *                      stream-K or neither, or
  *                      gemv for C of at most 8 rows, the rows that fill whole waves apart from the rest, B copied into
  *                      padded rows when N % 4 != 0 (see the chapter README's "Any shape").
  *                      Use this one. For the padded B it keeps one device buffer, made on
@@ -101,6 +106,7 @@
 #include "sgemm_warptile.cuh"
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
+#include "sgemm_streamk.cuh"
 #include "sgemm_thin.cuh"
 #include "sgemm_gemv.cuh"
 #include "sgemm_best.cuh"

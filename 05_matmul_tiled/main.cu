@@ -34,6 +34,7 @@ static const Version VERSIONS[] = {
     {"hopper_small", "step", sgemm_hopper_small, SgemmSmallCfg::SMEM_BYTES},
     {"splitk", "step", sgemm_splitk, SgemmSmallCfg::SMEM_BYTES},
     {"splitk_8x8", "step", sgemm_splitk_8x8, SgemmSplitWideCfg::SMEM_BYTES},
+    {"streamk", "step", sgemm_streamk, SgemmSplitWideCfg::SMEM_BYTES},
     {"thin_m", "step", sgemm_thin_m, SgemmThinMCfg::SMEM_BYTES},
     {"thin_n", "step", sgemm_thin_n, SgemmThinNCfg::SMEM_BYTES},
     {"thin_n_8x8", "step", sgemm_thin_n_8x8, SgemmThinN8x8Cfg::SMEM_BYTES},
@@ -74,7 +75,7 @@ static const TcVersion<float> TC_TF32[] = {
 static const char *const KERNEL_NAMES[] = {
     "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
     "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
-    "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
+    "streamk", "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
     "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_cluster_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
     "wmma_tf32", "mma_pipeline_tf32", "wgmma_tf32", "wgmma_ws_tf32", "wgmma_persistent_tf32",
     "wgmma_cluster_tf32", "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};

@@ -2,7 +2,9 @@
  * the model of sgemm_model.h which way to run it is fastest on this GPU, and runs that:
  *   - one of six tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
  *     hopper_small's 64x64, thin_m's 32x128, thin_n's 128x32 and thin_n_8x8's 128x64;
- *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs;
+ *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs, or, for a
+ *     product with fewer tiles than the GPU has block slots, stream-K (sgemm_streamk.cuh):
+ *     every slot gets the same number of k steps;
  *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
  *     left over (the remainder wave) with whatever suits them;
  *   - gemv's untiled kernel for a C of at most 8 rows (sgemm_gemv.cuh);
@@ -22,6 +24,7 @@
 #include "sgemm_model.h"
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
+#include "sgemm_streamk.cuh"
 #include "sgemm_thin.cuh"
 
 /* One launch of tile t with `splits` K ranges: the launcher of each SGEMM_TILE_*. */
@@ -31,9 +34,14 @@ static const SgemmTileLauncher SGEMM_TILE_LAUNCHERS[SGEMM_NTILES] = {
     sgemm_pipelined_launch<SgemmHopperCfg>, sgemm_pipelined_launch<SgemmSplitWideCfg>,
     sgemm_pipelined_launch<SgemmSmallCfg>, sgemm_pipelined_launch<SgemmThinMCfg>,
     sgemm_pipelined_launch<SgemmThinNCfg>, sgemm_pipelined_launch<SgemmThinN8x8Cfg>};
+/* ... and with the stream-K schedule. */
+static const SgemmTileLauncher SGEMM_TILE_STREAMK_LAUNCHERS[SGEMM_NTILES] = {
+    sgemm_streamk_launch<SgemmHopperCfg>, sgemm_streamk_launch<SgemmSplitWideCfg>,
+    sgemm_streamk_launch<SgemmSmallCfg>, sgemm_streamk_launch<SgemmThinMCfg>,
+    sgemm_streamk_launch<SgemmThinNCfg>, sgemm_streamk_launch<SgemmThinN8x8Cfg>};
 
 /* The tile's geometry as compiled (sweep.sh rebuilds hopper with other values), and the
- * blocks per SM of its unsplit and split kernels. */
+ * blocks per SM of its unsplit, split and stream-K kernels. */
 template <typename Cfg>
 static inline void sgemm_best_tile(SgemmMachine *m, int t)
 {
@@ -42,6 +50,7 @@ static inline void sgemm_best_tile(SgemmMachine *m, int t)
     m->tiles[t].warps = Cfg::THREADS / 32;
     m->occupancy[t] = sgemm_pipelined_occupancy<Cfg, SGEMM_EPI_STORE>();
     m->split_occupancy[t] = sgemm_pipelined_occupancy<Cfg, SGEMM_EPI_ATOMIC4>();
+    m->streamk_occupancy[t] = sgemm_streamk_occupancy<Cfg>();
 }
 
 /* What the model knows of this GPU, asked once. */
@@ -184,8 +193,9 @@ static inline void sgemm_best_run(const SgemmPlan *plan, int M, int N, int K, fl
     }
     if (p.top_rows > 0)
         SGEMM_TILE_LAUNCHERS[p.top.tile](p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
-    SGEMM_TILE_LAUNCHERS[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B,
-                                      ldb, beta, C + (size_t)p.top_rows * N, p.rest.splits);
+    const SgemmTileLauncher *rest = p.rest.streamk ? SGEMM_TILE_STREAMK_LAUNCHERS : SGEMM_TILE_LAUNCHERS;
+    rest[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B, ldb, beta,
+                      C + (size_t)p.top_rows * N, p.rest.splits);
 }
 
 static inline void sgemm_best(int M, int N, int K, float alpha, const float *A, const float *B,

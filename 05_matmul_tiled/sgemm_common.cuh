@@ -23,9 +23,15 @@ __device__ __forceinline__ float sgemm_axpby(float alpha, float acc, float beta,
 static inline int sgemm_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums): what a
- * split-K launch does to C before its partial products are added into it. */
+ * split-K launch does to C before its partial products are added into it. On sm_90 it lets
+ * the next launch start at once (griddepcontrol.launch_dependents): a kernel launched as its
+ * programmatic dependent (sgemm_streamk.cuh) runs its main loop meanwhile and waits for C
+ * (griddepcontrol.wait) only before its first atomic. Other launches wait as always. */
 __global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         C[i] = beta == 0.0f ? 0.0f : beta * C[i];

@@ -104,6 +104,8 @@ static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
 #define SGEMM_PLAN_MARGIN 0.05
 /* Plans predicted this close are a tie (see sgemm_model_best_part). */
 #define SGEMM_TIE 0.05
+/* Fewest slices a stream-K block runs (sgemm_model_best_part). */
+#define SGEMM_STREAMK_MIN_RUN 4
 /* Most K ranges a split-K launch may have. */
 #define SGEMM_MAX_SPLITS 64
 /* gemv: C with at most this many rows, and the share of the DRAM peak it streams B at. */
@@ -124,11 +126,13 @@ typedef struct {
     SgemmTile tiles[SGEMM_NTILES];     /* SGEMM_TILES, with the geometry as compiled */
     int occupancy[SGEMM_NTILES];       /* blocks per SM of each tile's kernel (0: cannot run) */
     int split_occupancy[SGEMM_NTILES]; /* the same for its split-K kernel */
+    int streamk_occupancy[SGEMM_NTILES]; /* and for its stream-K kernel (0: none) */
 } SgemmMachine;
 
-/* One launch: rows of C run with one tile and a split count. */
+/* One launch: rows of C run with one tile and a split count, or (streamk) with the tile's
+ * stream-K kernel, which deals out k steps rather than tiles (sgemm_streamk.cuh). */
 typedef struct {
-    int tile, splits;
+    int tile, splits, streamk;
     double us;
 } SgemmPart;
 
@@ -163,27 +167,43 @@ static inline long long sgemm_model_block_times(long long blocks, int sms, int o
     return b < fill ? fill : b; /* one round: the SM's b blocks run together */
 }
 
-/* Predicted microseconds of one launch: M x N x K with tile t and `splits` K ranges.
- * beta_one: beta == 1 (split-K needs no C = beta * C pass); b_fast: 16-byte copies of B. */
+/* Predicted microseconds of one launch: M x N x K with tile t and `splits` K ranges, or
+ * (streamk) the tile's stream-K kernel. beta_one: beta == 1 (split-K and stream-K need no
+ * C = beta * C pass); b_fast: 16-byte copies of B.
+ * STREAM-K: one block per slot (SMs x blocks an SM), each with an equal run of the
+ * product's (tile, slice) pairs, so one round; a run of r slices in tiles of `slices`
+ * touches 1 + r / slices tiles on average, and each costs the tile's fixed_k; every output
+ * gets (blocks + tiles) / tiles partial sums through atomics. */
 static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, int N, int K,
-                                         int splits, int beta_one, int beta_zero, int b_fast)
+                                         int splits, int streamk, int beta_one, int beta_zero,
+                                         int b_fast)
 {
     const SgemmTile *tile = &m->tiles[t];
-    int occ = splits > 1 ? m->split_occupancy[t] : m->occupancy[t];
+    int occ = streamk ? m->streamk_occupancy[t] : splits > 1 ? m->split_occupancy[t] : m->occupancy[t];
     long long slices = sgemm_model_ceil(K, tile->bk);
-    long long per_block = sgemm_model_ceil(slices, splits);
-    splits = (int)sgemm_model_ceil(slices, per_block); /* no empty range */
-    long long blocks = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn) * splits;
+    long long tiles = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn), blocks;
+    double per_block, segments = 1.0, sums; /* slices and tiles a block works on, sums an output */
+    if (streamk) {
+        blocks = (long long)m->sms * occ;
+        if (blocks > tiles * slices) blocks = tiles * slices;
+        per_block = (double)sgemm_model_ceil(tiles * slices, blocks);
+        segments += per_block / (double)slices;
+        sums = (double)(blocks + tiles) / (double)tiles;
+    } else {
+        long long per_range = sgemm_model_ceil(slices, splits);
+        splits = (int)sgemm_model_ceil(slices, per_range); /* no empty range */
+        blocks = tiles * splits, per_block = (double)per_range, sums = splits;
+    }
     double eff = tile->efficiency * (b_fast ? 1.0 : SGEMM_UNALIGNED_B);
-    double block_us = (double)tile->bm * tile->bn * (double)(per_block * tile->bk + tile->fixed_k) /
+    double block_us = (double)tile->bm * tile->bn * (per_block * tile->bk + segments * tile->fixed_k) /
                       (m->fma_per_us * eff);
     double compute = (double)sgemm_model_block_times(blocks, m->sms, occ, tile->warps) * block_us;
     double mn = (double)M * N;
     double bytes = 4.0 * ((double)M * K + (double)K * N + mn * (beta_zero ? 1.0 : 2.0));
     double memory = bytes / m->dram_bytes_per_us;
     double us = compute > memory ? compute : memory;
-    if (splits > 1) {
-        us += 4.0 * mn * splits / m->dram_bytes_per_us;             /* the atomics */
+    if (sums > 1.0) {
+        us += 4.0 * mn * sums / m->dram_bytes_per_us;                /* the atomics */
         if (!beta_one) us += m->launch_us + 8.0 * mn / m->dram_bytes_per_us; /* beta * C */
     }
     return us;
@@ -193,11 +213,17 @@ static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, in
  * A tile whose efficiency is still a guess (SgemmTile.guessed) must win by
  * SGEMM_PLAN_MARGIN. And among plans within SGEMM_TIE of the fastest, the one with the
  * larger tile wins (then the one with fewer splits): a larger tile reads A and B fewer
- * times, 2MNK (1/bm + 1/bn) floats through L2, which the model does not count. */
+ * times, 2MNK (1/bm + 1/bn) floats through L2, which the model does not count.
+ * Then stream-K, for a product with no more tiles than the GPU has block slots for, and
+ * at least SGEMM_STREAMK_MIN_RUN slices for each block: it replaces that plan where the
+ * model predicts it faster. (With more tiles than slots every output goes through atomics
+ * after a beta * C pass, and stream-K measured 2-10% slower than the plain tiles on every
+ * such shape tried; with runs of a slice or two the blocks' atomics pile onto the same few
+ * outputs: bench_records.txt 15.) */
 static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int N, int K,
                                               int beta_one, int beta_zero, int b_fast)
 {
-    SgemmPart best = {-1, 1, 0.0};
+    SgemmPart best = {-1, 1, 0, 0.0};
     double fastest = -1.0, best_rank = 0.0;
     for (int pass = 0; pass < 2; pass++)
         for (int t = 0; t < SGEMM_NTILES; t++) {
@@ -208,7 +234,7 @@ static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int 
                 if (s > 1 && m->split_occupancy[t] < 1) break;
                 long long per_block = sgemm_model_ceil(slices, s);
                 if (s > 1 && sgemm_model_ceil(slices, per_block) < s) continue; /* as a smaller s */
-                double us = sgemm_model_part_us(m, t, M, N, K, s, beta_one, beta_zero, b_fast);
+                double us = sgemm_model_part_us(m, t, M, N, K, s, 0, beta_one, beta_zero, b_fast);
                 double rank = tile->guessed ? (1.0 + SGEMM_PLAN_MARGIN) * us : us;
                 if (pass == 0) {
                     if (fastest < 0.0 || rank < fastest) fastest = rank;
@@ -225,6 +251,18 @@ static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int 
                 best.tile = t, best.splits = s, best.us = us, best_rank = rank;
             }
         }
+    for (int t = 0; t < SGEMM_NTILES; t++) {
+        const SgemmTile *tile = &m->tiles[t];
+        long long tiles = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn);
+        long long slots = (long long)m->sms * m->streamk_occupancy[t];
+        if (slots < 1 || tiles > slots ||
+            tiles * sgemm_model_ceil(K, tile->bk) < SGEMM_STREAMK_MIN_RUN * slots)
+            continue;
+        double us = sgemm_model_part_us(m, t, M, N, K, 1, 1, beta_one, beta_zero, b_fast);
+        double rank = tile->guessed ? (1.0 + SGEMM_PLAN_MARGIN) * us : us;
+        if (best.tile < 0 || rank < best_rank)
+            best.tile = t, best.splits = 1, best.streamk = 1, best.us = us, best_rank = rank;
+    }
     return best;
 }
 
@@ -236,7 +274,7 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
     plan.top_rows = 0;
     plan.pack_b = 0;
     plan.gemv_splits = 0;
-    plan.top.tile = -1, plan.top.splits = 1, plan.top.us = 0.0;
+    plan.top.tile = -1, plan.top.splits = 1, plan.top.streamk = 0, plan.top.us = 0.0;
     plan.rest = sgemm_model_best_part(m, M, N, K, beta_one, beta_zero, b_fast);
     plan.us = plan.rest.us;
     /* The row split: for each tile, the tile rows that fill its whole waves, then the best
@@ -250,12 +288,12 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
         long long rows = full_waves * wave / tiles_n; /* tile rows */
         if (rows < 1 || rows >= tiles_m) continue;
         int top_rows = (int)(rows * tile->bm);
-        double top = sgemm_model_part_us(m, t, top_rows, N, K, 1, beta_one, beta_zero, b_fast);
+        double top = sgemm_model_part_us(m, t, top_rows, N, K, 1, 0, beta_one, beta_zero, b_fast);
         SgemmPart rest = sgemm_model_best_part(m, M - top_rows, N, K, beta_one, beta_zero, b_fast);
         double us = top + rest.us + m->launch_us;
         if (us < plan.us && us < (1.0 - SGEMM_PLAN_MARGIN) * plan.rest.us) {
             plan.top_rows = top_rows;
-            plan.top.tile = t, plan.top.splits = 1, plan.top.us = top;
+            plan.top.tile = t, plan.top.splits = 1, plan.top.streamk = 0, plan.top.us = top;
             plan.rest = rest;
             plan.us = us;
         }
@@ -332,7 +370,9 @@ static inline const char *sgemm_model_describe(const SgemmMachine *m, const Sgem
         used += snprintf(buf + used, len - used, "%s on rows 0-%d, then ",
                          m->tiles[p->top.tile].name, p->top_rows - 1);
     if (used < len) {
-        if (p->rest.splits > 1)
+        if (p->rest.streamk)
+            snprintf(buf + used, len - used, "%s stream-K", r->name);
+        else if (p->rest.splits > 1)
             snprintf(buf + used, len - used, "%s with %d splits", r->split_name, p->rest.splits);
         else
             snprintf(buf + used, len - used, "%s", r->name);

@@ -318,35 +318,41 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
         sgemm_tile_store_plain<Cfg, PITCHED_B>(smem, C, M, N, alpha, beta, c_vec, acc, m0, n0, row, col);
 }
 
-/* Sets up a configuration's kernel (the dynamic shared memory it asks for) once per GPU,
- * and returns how many of its blocks fit on one SM, as the CUDA runtime computes it from
- * the kernel's registers and shared memory (0: its tiles need more shared memory than the
- * GPU gives a block). sgemm_best's model asks it for every tile it considers. The
+/* Sets up a kernel of configuration Cfg (the dynamic shared memory it asks for) once per
+ * GPU, and returns how many of its blocks fit on one SM, as the CUDA runtime computes it
+ * from the kernel's registers and shared memory (0: its tiles need more shared memory than
+ * the GPU gives a block). sgemm_best's model asks it for every tile it considers. The
  * attribute belongs to the current device, so it is set on each GPU a program launches on
  * (chapter 07's data-parallel trainer drives several from one thread); the occupancy is
- * asked once, of the first, as the GPUs of one run are of one kind. */
-template <typename Cfg, int EPI, bool PITCHED_B = false>
-static inline int sgemm_pipelined_occupancy(void)
+ * asked once, of the first, as the GPUs of one run are of one kind. *blocks (-1 at first)
+ * and *set_on (bit d: set up on device d) are the kernel's own. */
+template <typename Cfg, typename Kernel>
+static inline int sgemm_kernel_occupancy(Kernel kernel, int *blocks, unsigned long long *set_on)
 {
-    static int blocks = -1;               /* once per kernel */
-    static unsigned long long set_on = 0; /* bit d: set up on device d */
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
     bool fits = Cfg::SMEM_BYTES <= sgemm_smem_limit();
-    if (fits && (dev >= 64 || !(set_on >> dev & 1))) {
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (fits && (dev >= 64 || !(*set_on >> dev & 1))) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::SMEM_BYTES));
-        if (dev < 64) set_on |= 1ULL << dev;
+        if (dev < 64) *set_on |= 1ULL << dev;
     }
-    if (blocks < 0) {
-        blocks = 0;
+    if (*blocks < 0) {
+        *blocks = 0;
         if (fits)
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &blocks, sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>, Cfg::THREADS,
-                Cfg::SMEM_BYTES));
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, Cfg::THREADS,
+                                                                     Cfg::SMEM_BYTES));
     }
-    return blocks;
+    return *blocks;
+}
+
+/* The pipelined kernel's occupancy, once per instance. */
+template <typename Cfg, int EPI, bool PITCHED_B = false>
+static inline int sgemm_pipelined_occupancy(void)
+{
+    static int blocks = -1;
+    static unsigned long long set_on = 0;
+    return sgemm_kernel_occupancy<Cfg>(sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>, &blocks, &set_on);
 }
 
 /* One launch of the kernel with epilogue EPI, B's rows N floats apart or (PITCHED_B) ldb. */

@@ -22,7 +22,7 @@
 /* What the sweep checks (the versions sgemm_best runs, itself, cuBLAS on the large
  * shapes) and what it times. */
 static const char *const SWEEP_CHECKED[] = {"hopper", "hopper_small", "splitk", "splitk_8x8",
-                                            "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas"};
+                                            "streamk", "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas"};
 static const char *const SWEEP_TIMED[] = {"hopper", "best", "cublas"};
 #define SWEEP_NAMES(a) (int)(sizeof a / sizeof a[0])
 

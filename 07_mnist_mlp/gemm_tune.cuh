@@ -108,6 +108,7 @@ static int gemm_tune_candidates(const SgemmPlan *p0, SgemmPlan *out)
             SgemmPlan c = *p0;
             c.rest.tile = tiles[a];
             c.rest.splits = splits[b];
+            c.rest.streamk = 0;
             out[n++] = c;
         }
     }

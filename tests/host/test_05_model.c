@@ -30,7 +30,7 @@ static SgemmMachine hopper_gpu(void)
     const int occ[SGEMM_NTILES] = {1, 4, 3, 5, 5, 4};
     for (int t = 0; t < SGEMM_NTILES; t++) {
         m.tiles[t] = SGEMM_TILES[t];
-        m.occupancy[t] = m.split_occupancy[t] = occ[t];
+        m.occupancy[t] = m.split_occupancy[t] = m.streamk_occupancy[t] = occ[t];
     }
     return m;
 }
@@ -87,7 +87,8 @@ static SgemmPlan plan(const SgemmMachine *m, int M, int N, int K, float beta)
 
 static int is(const SgemmPlan *p, int tile, int splits)
 {
-    return p->top_rows == 0 && !p->pack_b && p->rest.tile == tile && p->rest.splits == splits;
+    return p->top_rows == 0 && !p->pack_b && p->rest.tile == tile && p->rest.splits == splits &&
+           !p->rest.streamk;
 }
 
 static void test_choices(void)
@@ -119,12 +120,21 @@ static void test_choices(void)
     p = plan(&m, 1, 5371, 7158, -0.5f);
     expect(p.gemv_splits > 1, "05 model: 1x5371x7158 (a matrix-vector product) runs gemv, K split");
     p = plan(&m, 5224, 56, 7391, -0.5f);
-    expect(p.rest.tile == SGEMM_TILE_THIN_N_8X8, "05 model: 5224x56x7391 runs thin_n_8x8");
+    expect(p.rest.tile == SGEMM_TILE_THIN_N_8X8 && p.rest.streamk,
+           "05 model: 5224x56x7391 (41 tiles of thin_n_8x8) runs them stream-K");
+    p = plan(&m, 1025, 1025, 1025, -0.5f);
+    expect(p.rest.tile == SGEMM_TILE_WIDE && p.rest.streamk && p.top_rows == 0,
+           "05 model: 1025^3 (153 tiles of 64x128 for 528 slots) runs them stream-K");
+    p = plan(&m, 15, 39, 2082, -0.5f);
+    expect(!p.rest.streamk, "05 model: 15x39x2082 (131 slices in all) is not run stream-K");
+    p = plan(&m, 2048, 2048, 2048, -0.5f);
+    expect(!p.rest.streamk, "05 model: 2048^3 (512 tiles of 64x128) is not run stream-K");
     expect(sgemm_padded_ld(4097) == 4100 && sgemm_padded_ld(2047) == 2048 && sgemm_padded_ld(1) == 4,
            "05 model: the padded B's rows are a multiple of 4 floats");
     p = plan(&m, 8192, 24, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_N, "05 model: 8192x24x8192 runs thin_n");
     m.occupancy[SGEMM_TILE_HOPPER] = m.split_occupancy[SGEMM_TILE_HOPPER] = 0;
+    m.streamk_occupancy[SGEMM_TILE_HOPPER] = 0;
     p = plan(&m, 4096, 4096, 4096, -0.5f);
     expect(p.rest.tile != SGEMM_TILE_HOPPER && p.top.tile != SGEMM_TILE_HOPPER,
            "05 model: a tile that cannot run on this GPU is never chosen");
@@ -144,7 +154,8 @@ static void test_every_sweep_shape(void)
         double floor_us = (double)M * N * K / (m.sms * m.fma_per_us);
         ok &= p.rest.tile >= 0 && m.occupancy[p.rest.tile] > 0 && p.rest.splits >= 1 &&
               p.rest.splits <= SGEMM_MAX_SPLITS && p.us > floor_us && isfinite(p.us) &&
-              p.top_rows >= 0 && p.top_rows < M;
+              p.top_rows >= 0 && p.top_rows < M &&
+              (!p.rest.streamk || (m.streamk_occupancy[p.rest.tile] > 0 && p.rest.splits == 1));
         ok &= strlen(sgemm_model_describe(&m, &p, what, sizeof what)) > 0;
     }
     expect(ok, "05 model: every sweep shape gets a plan that can run, slower than the peak");
