@@ -67,12 +67,7 @@ typedef struct {
     bool b_zero;                 /* a padded B, and all 4 columns past its rows: 16 zero bytes */
 } SgemmCopyPlan;
 
-/* PAST_N_ANY (the stream-K kernel): a thread whose 4 columns all lie past B's rows copies
- * the row's last 16 bytes instead, like its neighbours. Those values only reach columns of
- * C past N, which are never stored, and the warp no longer splits between 16-byte copies
- * and checked 4-byte ones on every slice (on 5224 x 56 x 7391, where columns 56-63 of
- * thin_n_8x8's tile are 2 threads in 16, every warp did). */
-template <typename Cfg, bool PAST_N_ANY = false>
+template <typename Cfg>
 __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const float *B, int M,
                                                          int N, int ldb, int K, int m0, int n0,
                                                          bool b_vec)
@@ -98,10 +93,6 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
         if (m0 + am + l * A_ROWS < M) p.a_rows_ok |= 1u << l;
     p.a_rows_all = p.a_rows_ok == (A_COPIES == 32 ? ~0u : (1u << A_COPIES) - 1u);
     p.b_col = n0 + bn;
-    if (PAST_N_ANY && b_vec && p.b_col >= ldb) {
-        p.b_col = ldb - 4;
-        p.b_src = B + (size_t)p.b_k * ldb + p.b_col;
-    }
     /* Inside B's rows, not inside N: the columns N..ldb-1 of sgemm_best's padded B are
      * zeros, and a column past N only ever reaches the columns of C past N, which are never
      * stored. So with a padded B a block on the right edge of C copies like any other

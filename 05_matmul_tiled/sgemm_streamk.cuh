@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
         int tile = step / slices, first = step % slices;
         int count = min(slices - first, run_end - step);
         int m0 = (tile / tiles_n) * Cfg::BM, n0 = (tile % tiles_n) * Cfg::BN;
-        SgemmCopyPlan plan = sgemm_copy_plan<Cfg, true>(A, B, M, N, ldb, K, m0, n0, b_vec);
+        SgemmCopyPlan plan = sgemm_copy_plan<Cfg>(A, B, M, N, ldb, K, m0, n0, b_vec);
         float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
         __syncthreads(); /* every warp is done with the last segment's stages */
         if (Cfg::FRAG_PIPE)
