@@ -208,10 +208,10 @@ __device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, 
     const float *As = stage, *Bs = stage + Cfg::BK * Cfg::AS;
 #pragma unroll
     for (int i = 0; i < Cfg::TM / 4; i++)
-        *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + row + i * Cfg::WTR * 4];
+        *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + row + sgemm_acc_row<Cfg>(4 * i)];
 #pragma unroll
     for (int j = 0; j < Cfg::TN / 4; j++)
-        *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + col + j * Cfg::WTC * 4];
+        *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + col + sgemm_acc_col<Cfg>(j)];
 }
 
 /* The same ring, software-pipelined one k step deep across slice boundaries: the fragments

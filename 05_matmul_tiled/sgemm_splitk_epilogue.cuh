@@ -8,7 +8,9 @@
 
 #include "sgemm_warptile.cuh"
 
-/* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. */
+/* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. (The rows and
+ * columns below are sgemm_acc_row's and sgemm_acc_col's, written out: through those helpers
+ * the split-K kernels compile to a different instruction order, not timed yet.) */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_atomic_add(float *C, int M, int N, float alpha,
                                                       float (&acc)[Cfg::TM][Cfg::TN], int m, int n)

@@ -43,7 +43,7 @@ __device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, i
     for (int i = 0; i < Cfg::TM; i++)
 #pragma unroll
         for (int j = 0; j < Cfg::TN / 4; j++)
-            *(float4 *)&smem[(row + (i / 4) * Cfg::WTR * 4 + i % 4) * LD + col + j * Cfg::WTC * 4] =
+            *(float4 *)&smem[(row + sgemm_acc_row<Cfg>(i)) * LD + col + sgemm_acc_col<Cfg>(j)] =
                 make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
     __syncthreads();
     /* thread t writes column t % BN of rows t / BN, t / BN + THREADS / BN, ... */

@@ -45,6 +45,21 @@ struct SgemmConfig {
     static_assert(STAGES >= 2, "stages");
 };
 
+/* Where accumulator row i of a thread lies below the thread's first row: its rows come in
+ * groups of 4, one group every WTR * 4 rows of the warp tile (sgemm_thread_origin). */
+template <typename Cfg>
+__device__ __forceinline__ constexpr int sgemm_acc_row(int i)
+{
+    return (i / 4) * Cfg::WTR * 4 + i % 4;
+}
+
+/* ... and where its float4 of columns j starts, right of the thread's first column. */
+template <typename Cfg>
+__device__ __forceinline__ constexpr int sgemm_acc_col(int j)
+{
+    return j * Cfg::WTC * 4;
+}
+
 /* One k step's FMAs: the thread's TM x TN outer product of its fragments. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
@@ -68,10 +83,10 @@ __device__ __forceinline__ void sgemm_tile_multiply(const float *As, const float
     for (int k = 0; k < Cfg::BK; k++) {
 #pragma unroll
         for (int i = 0; i < Cfg::TM / 4; i++)
-            *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + a_off + i * Cfg::WTR * 4];
+            *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + a_off + sgemm_acc_row<Cfg>(4 * i)];
 #pragma unroll
         for (int j = 0; j < Cfg::TN / 4; j++)
-            *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + b_off + j * Cfg::WTC * 4];
+            *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + b_off + sgemm_acc_col<Cfg>(j)];
         sgemm_fma_step<Cfg>(acc, a, b);
     }
 }
@@ -108,16 +123,16 @@ __device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float a
         for (int i = 0; i < EPI_ROWS; i++)
 #pragma unroll
             for (int j = 0; j < Cfg::TN / 4; j++) {
-                int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
-                old[i][j] = beta != 0.0f ? sgemm_load4(C, r, n + j * Cfg::WTC * 4, M, N, c_vec)
+                int r = m + sgemm_acc_row<Cfg>(i0 + i);
+                old[i][j] = beta != 0.0f ? sgemm_load4(C, r, n + sgemm_acc_col<Cfg>(j), M, N, c_vec)
                                          : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
         for (int i = 0; i < EPI_ROWS; i++)
 #pragma unroll
             for (int j = 0; j < Cfg::TN / 4; j++) {
-                int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
-                sgemm_write4(C, r, n + j * Cfg::WTC * 4, M, N, c_vec,
+                int r = m + sgemm_acc_row<Cfg>(i0 + i);
+                sgemm_write4(C, r, n + sgemm_acc_col<Cfg>(j), M, N, c_vec,
                              sgemm_axpby4(alpha, &acc[i0 + i][4 * j], beta, old[i][j]));
             }
     }
@@ -171,7 +186,7 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
         float old[EPI_ROWS][Cfg::TN];
 #pragma unroll
         for (int i = 0; i < EPI_ROWS; i++) {
-            int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+            int r = m + sgemm_acc_row<Cfg>(i0 + i);
             const float *row = C + (size_t)r * N + first;
 #pragma unroll
             for (int j = 0; j < Cfg::TN / 4; j++) {
@@ -179,7 +194,7 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
                 sgemm_lanes_to_rows<Cfg>(&acc[i0 + i][4 * j], t);
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    int d = j * Cfg::WTC * 4 + q * Cfg::WTC;
+                    int d = sgemm_acc_col<Cfg>(j) + q * Cfg::WTC;
                     acc[i0 + i][4 * j + q] = t[q];
                     old[i][4 * j + q] = beta != 0.0f && r < M && d < room ? row[d] : 0.0f;
                 }
@@ -187,13 +202,13 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
         }
 #pragma unroll
         for (int i = 0; i < EPI_ROWS; i++) {
-            int r = m + ((i0 + i) / 4) * Cfg::WTR * 4 + (i0 + i) % 4;
+            int r = m + sgemm_acc_row<Cfg>(i0 + i);
             float *row = C + (size_t)r * N + first;
 #pragma unroll
             for (int j = 0; j < Cfg::TN / 4; j++)
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    int d = j * Cfg::WTC * 4 + q * Cfg::WTC;
+                    int d = sgemm_acc_col<Cfg>(j) + q * Cfg::WTC;
                     float v = alpha * acc[i0 + i][4 * j + q];
                     if (r < M && d < room) row[d] = beta != 0.0f ? v + beta * old[i][4 * j + q] : v;
                 }
