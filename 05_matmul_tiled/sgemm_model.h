@@ -44,7 +44,12 @@
  * THE ROW SPLIT. Where the remainder wave is the problem, the first rows of C, as many
  * tile rows as fill whole waves of one tile, run in one launch, and the rows left over in
  * a second launch with whatever the model picks for them (often split-K, which spreads a
- * few tile rows over every SM). The two launches run one after the other. */
+ * few tile rows over every SM). The two launches run one after the other.
+ *
+ * STREAM-K. For a product with no more tiles than the GPU has block slots, each tile's
+ * stream-K launch (sgemm_streamk.cuh: one block a slot, each an equal run of all the tiles'
+ * K slices) is priced too, and taken where it beats the split-K plan (sgemm_model_part_us,
+ * sgemm_model_best_part). */
 #ifndef CH05_SGEMM_MODEL_H
 #define CH05_SGEMM_MODEL_H
 
