@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
     float *smem = (float *)sgemm_dynamic_smem;
     int row, col;
     sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
-    __shared__ int run_end; /* read from shared memory after each segment: no register held */
+    __shared__ int run_end; /* where this block's run ends, read again after each segment */
     int step = (int)((long long)total * blockIdx.x / gridDim.x);
     if (threadIdx.x == 0) run_end = (int)((long long)total * (blockIdx.x + 1) / gridDim.x);
     __syncthreads();
@@ -94,7 +94,9 @@ static inline void sgemm_streamk_launch(int M, int N, int K, float alpha, const 
 {
     int slices = sgemm_ceil_div(K, Cfg::BK), tiles_n = sgemm_ceil_div(N, Cfg::BN);
     long long total = (long long)sgemm_ceil_div(M, Cfg::BM) * tiles_n * slices;
-    if (total > INT_MAX) { /* beyond the kernel's int counters (65536^3 in small tiles): plain tiles */
+    int occupancy = ldb == N ? sgemm_streamk_occupancy<Cfg, false>() : sgemm_streamk_occupancy<Cfg, true>();
+    if (total > INT_MAX || occupancy < 1) { /* past the kernel's int counters (65536^3 in small
+                                               tiles), or no block fits: plain tiles */
         sgemm_pipelined_launch<Cfg>(M, N, K, alpha, A, B, ldb, beta, C, 1);
         return;
     }
@@ -102,8 +104,7 @@ static inline void sgemm_streamk_launch(int M, int N, int K, float alpha, const 
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
     if (beta != 1.0f) sgemm_scale(C, (size_t)M * N, beta);
     bool overlap = beta != 1.0f && current_device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
-    int occupancy = ldb == N ? sgemm_streamk_occupancy<Cfg, false>() : sgemm_streamk_occupancy<Cfg, true>();
-    long long blocks = (long long)sgemm_sm_count() * (occupancy > 0 ? occupancy : 1);
+    long long blocks = (long long)sgemm_sm_count() * occupancy;
     if (blocks > total) blocks = total;
     if (ldb == N)
         sgemm_streamk_run<Cfg, false>((int)blocks, overlap, M, N, K, alpha, A, B, ldb, C, b_vec,
