@@ -69,6 +69,15 @@ static inline int sgemm_streamk_occupancy(void)
     return sgemm_kernel_occupancy<Cfg>(sgemm_streamk_kernel<Cfg, PITCHED_B>, &blocks, &set_on);
 }
 
+/* Whether this GPU can start a launch before the one in front has finished (programmatic
+ * dependent launch, compute capability 9.0 on), asked once as sgemm_sm_count is. */
+static inline bool sgemm_programmatic_launch(void)
+{
+    static int major = 0;
+    if (major == 0) major = current_device_attribute(cudaDevAttrComputeCapabilityMajor);
+    return major >= 9;
+}
+
 /* One launch of the stream-K kernel; after C = beta * C (overlap) it may start before that
  * launch has finished (programmatic stream serialization, sm_90 and later). */
 template <typename Cfg, bool PITCHED_B>
@@ -103,7 +112,7 @@ static inline void sgemm_streamk_launch(int M, int N, int K, float alpha, const 
     bool b_vec = ldb % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
     if (beta != 1.0f) sgemm_scale(C, (size_t)M * N, beta);
-    bool overlap = beta != 1.0f && current_device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
+    bool overlap = beta != 1.0f && sgemm_programmatic_launch();
     long long blocks = (long long)sgemm_sm_count() * occupancy;
     if (blocks > total) blocks = total;
     if (ldb == N)
