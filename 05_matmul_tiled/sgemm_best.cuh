@@ -3,7 +3,7 @@
  *   - one of six tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
  *     hopper_small's 64x64, thin_m's 32x128, thin_n's 128x32 and thin_n_8x8's 128x64;
  *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs, or, for a
- *     product with fewer tiles than the GPU has block slots, stream-K (sgemm_streamk.cuh):
+ *     product with no more tiles than one round of the tile, stream-K (sgemm_streamk.cuh):
  *     every slot gets the same number of k steps;
  *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
  *     left over (the remainder wave) with whatever suits them;

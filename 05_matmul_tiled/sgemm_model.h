@@ -46,10 +46,10 @@
  * a second launch with whatever the model picks for them (often split-K, which spreads a
  * few tile rows over every SM). The two launches run one after the other.
  *
- * STREAM-K. For a product with no more tiles than the GPU has block slots, each tile's
- * stream-K launch (sgemm_streamk.cuh: one block a slot, each an equal run of all the tiles'
- * K slices) is priced too, and taken where it beats the split-K plan (sgemm_model_part_us,
- * sgemm_model_best_part). */
+ * STREAM-K. For a product with no more tiles than the tile's plain kernel runs in one
+ * round, each tile's stream-K launch (sgemm_streamk.cuh: one block a slot, each an equal
+ * run of all the tiles' K slices) is priced too, and taken where it beats the split-K plan
+ * (sgemm_model_part_us, sgemm_model_best_part). */
 #ifndef CH05_SGEMM_MODEL_H
 #define CH05_SGEMM_MODEL_H
 
@@ -219,12 +219,17 @@ static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, in
  * SGEMM_PLAN_MARGIN. And among plans within SGEMM_TIE of the fastest, the one with the
  * larger tile wins (then the one with fewer splits): a larger tile reads A and B fewer
  * times, 2MNK (1/bm + 1/bn) floats through L2, which the model does not count.
- * Then stream-K, for a product with no more tiles than the GPU has block slots for, and
- * at least SGEMM_STREAMK_MIN_RUN slices for each block: it replaces that plan where the
- * model predicts it faster. (With more tiles than slots every output goes through atomics
- * after a beta * C pass, and stream-K measured 2-10% slower than the plain tiles on every
- * such shape tried; with runs of a slice or two the blocks' atomics pile onto the same few
- * outputs: bench_records.txt 15.) */
+ * Then stream-K, for a product with no more tiles than one round of the tile's plain
+ * kernel, and at least SGEMM_STREAMK_MIN_RUN slices for each block: it replaces that plan
+ * where the model predicts it faster. (With more tiles than that every output goes through
+ * atomics after a beta * C pass, and stream-K measured 2-10% slower than the plain tiles
+ * on every such shape tried; with runs of a slice or two the blocks' atomics pile onto the
+ * same few outputs: bench_records.txt 15. The plain kernel's round, not the stream-K
+ * kernel's slots: SgemmStreamkCfg gives two tiles' stream-K kernels 3 blocks an SM where
+ * their plain ones have 4, and counted by its own 396 slots 2560 x 3051 x 2147's last rows
+ * (432 tiles) lost a stream-K plan 2.5% faster than the one left; priced 7% more
+ * efficient as well, stream-K took 2047^3, 73 x 3513 x 1559 and 30 x 4605 x 4303 and ran
+ * them 3-22% slower, 15f.) */
 static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int N, int K,
                                               int beta_one, int beta_zero, int b_fast)
 {
@@ -260,7 +265,8 @@ static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int 
         const SgemmTile *tile = &m->tiles[t];
         long long tiles = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn);
         long long slots = (long long)m->sms * m->streamk_occupancy[t];
-        if (slots < 1 || tiles > slots ||
+        long long round = (long long)m->sms * m->occupancy[t]; /* the plain kernel's */
+        if (slots < 1 || tiles > (round > slots ? round : slots) ||
             tiles * sgemm_model_ceil(K, tile->bk) < SGEMM_STREAMK_MIN_RUN * slots)
             continue;
         double us = sgemm_model_part_us(m, t, M, N, K, 1, 1, beta_one, beta_zero, b_fast);

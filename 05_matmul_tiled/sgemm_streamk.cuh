@@ -24,6 +24,21 @@
 #include "sgemm_pipelined.cuh"
 #include "sgemm_splitk.cuh"
 
+/* The stream-K kernel's configuration of a tile: the tile's own, except for the two tiles
+ * of 8x8 outputs a thread in 128 threads (splitk_8x8's 64x128, thin_n_8x8's 128x64). Held
+ * to 128 registers for 4 blocks an SM, those cannot load the next k step's fragments while
+ * this one's FMAs run (FRAG_PIPE spilled 96 bytes there, bench_records.txt 15c). With 3
+ * blocks an SM they have 168 registers, and the fragment-pipelined loop fits without
+ * spills: in the stream-K kernel that ran 5224x56x7391 2-3.5% faster, 6980x76x6063 5% and
+ * 1025^3 4% (H100, section 15f). (In the plain and split-K kernels 3 blocks an SM would
+ * change their waves, so they keep 4.) */
+template <typename Cfg>
+struct SgemmStreamkCfg : Cfg {
+    static constexpr bool RETUNED = Cfg::THREADS == 128 && Cfg::TM * Cfg::TN == 64;
+    static constexpr bool FRAG_PIPE = RETUNED || Cfg::FRAG_PIPE;
+    static constexpr int MIN_BLOCKS = RETUNED ? 3 : Cfg::MIN_BLOCKS;
+};
+
 /* Block b of G owns k steps [total * b / G, total * (b + 1) / G) of the product's `total`
  * (tile, slice) pairs, tile t's slices being t * slices ... (t + 1) * slices - 1 and the
  * tiles in row-major order, tiles_n to a row. */
@@ -64,9 +79,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
 template <typename Cfg, bool PITCHED_B = false>
 static inline int sgemm_streamk_occupancy(void)
 {
+    typedef SgemmStreamkCfg<Cfg> SK;
     static int blocks = -1;
     static unsigned long long set_on = 0;
-    return sgemm_kernel_occupancy<Cfg>(sgemm_streamk_kernel<Cfg, PITCHED_B>, &blocks, &set_on);
+    return sgemm_kernel_occupancy<SK>(sgemm_streamk_kernel<SK, PITCHED_B>, &blocks, &set_on);
 }
 
 /* Whether this GPU can start a launch before the one in front has finished (programmatic
@@ -91,8 +107,8 @@ static inline void sgemm_streamk_run(int blocks, bool overlap, int M, int N, int
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr, cfg.numAttrs = overlap ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<Cfg, PITCHED_B>, M, N, K, alpha, A, B,
-                                  ldb, C, b_vec, c_vec, tiles_n, slices, total));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<SgemmStreamkCfg<Cfg>, PITCHED_B>, M, N, K,
+                                  alpha, A, B, ldb, C, b_vec, c_vec, tiles_n, slices, total));
 }
 
 /* C = beta * C first (unless beta == 1), then one block per slot of the GPU: SMs x the

@@ -18,7 +18,8 @@ static void expect(int ok, const char *name)
 
 /* 132 SMs, 128 FMA lanes at 1.98 GHz, 3.35 TB/s; blocks per SM of hopper (248 registers,
  * 149 KB), splitk_8x8 (127 registers x 128 threads), hopper_small (79 x 256), thin (95 x 128),
- * thin_n_8x8 (as splitk_8x8). */
+ * thin_n_8x8 (as splitk_8x8); the stream-K kernels of splitk_8x8's and thin_n_8x8's tiles
+ * hold 3 an SM (168 registers, SgemmStreamkCfg). */
 static SgemmMachine hopper_gpu(void)
 {
     SgemmMachine m;
@@ -32,6 +33,7 @@ static SgemmMachine hopper_gpu(void)
         m.tiles[t] = SGEMM_TILES[t];
         m.occupancy[t] = m.split_occupancy[t] = m.streamk_occupancy[t] = occ[t];
     }
+    m.streamk_occupancy[SGEMM_TILE_WIDE] = m.streamk_occupancy[SGEMM_TILE_THIN_N_8X8] = 3;
     return m;
 }
 
@@ -124,7 +126,11 @@ static void test_choices(void)
            "05 model: 5224x56x7391 (41 tiles of thin_n_8x8) runs them stream-K");
     p = plan(&m, 1025, 1025, 1025, -0.5f);
     expect(p.rest.tile == SGEMM_TILE_WIDE && p.rest.streamk && p.top_rows == 0,
-           "05 model: 1025^3 (153 tiles of 64x128 for 528 slots) runs them stream-K");
+           "05 model: 1025^3 (153 tiles of 64x128 for 396 slots) runs them stream-K");
+    p = plan(&m, 2560, 3051, 2147, -0.5f);
+    expect(p.top_rows > 0 && p.rest.tile == SGEMM_TILE_WIDE && p.rest.streamk,
+           "05 model: 2560x3051x2147's last rows (432 tiles of 64x128: one round of the plain "
+           "kernel, more than the 396 stream-K slots) run stream-K");
     p = plan(&m, 15, 39, 2082, -0.5f);
     expect(!p.rest.streamk, "05 model: 15x39x2082 (131 slices in all) is not run stream-K");
     p = plan(&m, 2048, 2048, 2048, -0.5f);
