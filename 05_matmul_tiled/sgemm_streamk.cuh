@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
     }
 }
 
-/* Blocks of the stream-K kernel that fit on one SM (see sgemm_pipelined_occupancy). */
+/* Blocks of the stream-K kernel that fit on one SM (sgemm_kernel_occupancy, which also sets
+ * up its shared memory), asked of the kernel with SgemmStreamkCfg's configuration. */
 template <typename Cfg, bool PITCHED_B = false>
 static inline int sgemm_streamk_occupancy(void)
 {
@@ -101,14 +102,15 @@ static inline void sgemm_streamk_run(int blocks, bool overlap, int M, int N, int
                                      const float *A, const float *B, int ldb, float *C, bool b_vec,
                                      bool c_vec, int tiles_n, int slices, int total)
 {
+    typedef SgemmStreamkCfg<Cfg> SK;
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(Cfg::THREADS), cfg.dynamicSmemBytes = Cfg::SMEM_BYTES;
+    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(SK::THREADS), cfg.dynamicSmemBytes = SK::SMEM_BYTES;
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr, cfg.numAttrs = overlap ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<SgemmStreamkCfg<Cfg>, PITCHED_B>, M, N, K,
-                                  alpha, A, B, ldb, C, b_vec, c_vec, tiles_n, slices, total));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<SK, PITCHED_B>, M, N, K, alpha, A, B, ldb,
+                                  C, b_vec, c_vec, tiles_n, slices, total));
 }
 
 /* C = beta * C first (unless beta == 1), then one block per slot of the GPU: SMs x the
