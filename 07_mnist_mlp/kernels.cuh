@@ -138,9 +138,10 @@ mlp_gather(const MlpSource src, int start, int rows, const MlpBatchOf<S> dst)
 }
 
 template <typename S>
-static inline void launch_gather(const MlpSource *src, int start, int rows, const MlpBatchOf<S> *dst)
+static inline void launch_gather(const MlpSource *src, int start, int rows, const MlpBatchOf<S> *dst,
+                                 cudaStream_t stream = cudaStreamPerThread)
 {
-    mlp_gather<S><<<mlp_gather_blocks(rows), MLP_GATHER_THREADS>>>(*src, start, rows, *dst);
+    mlp_gather<S><<<mlp_gather_blocks(rows), MLP_GATHER_THREADS, 0, stream>>>(*src, start, rows, *dst);
     CHECK_LAUNCH();
 }
 

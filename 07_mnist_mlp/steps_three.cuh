@@ -21,9 +21,12 @@
  * The one kernel recomputes dz1 in every row of tiles of dW1 (13 to 25 times), which the
  * launches it replaces did once. Where that costs more than the two launches it saves (at
  * batch 256 on an H100, README part two), the backward runs as the fused step's three
- * launches instead (hidden backward, chapter 05's dW1 product, update and gather), with x
- * transposed into xt by the gathers and every parameter stepped in place (copy 0 only).
- * Which of the two, the trainer decides by timing both inside a graph when it is made.
+ * launches instead (hidden backward, chapter 05's dW1 product, update), with x transposed
+ * into xt by the gathers and every parameter stepped in place (copy 0 only). Which of the
+ * two, the trainer decides by timing both inside a graph when it is made. With the three
+ * launches the next batch's gather is a launch of its own on a second stream, forked after
+ * the output layer and joined before the next step: in the epoch graph it is a branch that
+ * runs beside the hidden backward, the dW1 product and the update (three_gather_beside).
  *
  * The bf16 trainer (S = MlpBf16) runs the same step with its batch in bf16: the kernel's
  * product on tensor cores, and W1t (the forward product's bf16 copy of W1) rewritten by the
@@ -55,6 +58,8 @@ struct ThreeBuffersOf {
     MlpBwdPlan plan;
     int launches;       /* 1: the backward kernel; 3: the launches it replaces */
     int *starts;        /* starts[i] = i * batch, i = 0 .. steps: where step i's batch begins */
+    cudaStream_t side;  /* fp32 three launches: the gather's own stream, forked and joined */
+    cudaEvent_t forked, gathered; /* by these two events (edges of the graph when captured) */
 };
 
 template <typename S>
@@ -135,7 +140,8 @@ static void three_backward_kernel(Trainer *t, const MlpBwdPlan *p, int h, int c,
 }
 
 /* The same as the fused step's three launches (copy 0 of the parameters, stepped in place;
- * the update's gather reads batch `next`'s position from starts, none past the last); for
+ * the update's gather, where dst is not NULL, reads batch `next`'s position from starts,
+ * none past the last); for
  * bf16, those of steps_tc.cuh's step as the bench runs them (cursor neither read nor
  * advanced by the first two). */
 template <typename S>
@@ -152,16 +158,58 @@ static void three_backward_launches(Trainer *t, int h, int rows, float lr, float
                                NULL);
         gemm(t, IDX_PIXELS, t->hidden, rows, 1.0f, b->xt[h], t->dz1, 1.0f, V + l->w1);
         MlpSource src = train_source(t);
-        launch_update(P, V, l->total, lr, mu, &src, b->starts + next, t->n_train, t->batch, dst);
+        launch_update(P, V, l->total, lr, mu, dst ? &src : NULL, b->starts + next, t->n_train, t->batch, dst);
     }
 }
 
+/* The gather of batch `next` into *dst on the side stream, which waits for everything
+ * enqueued so far and is waited for by everything enqueued after three_join_gather: captured,
+ * a branch of the graph beside the launches between. Riding in the update's grid (as in the
+ * fused step), the gather's chain of dependent loads made the update longer; beside it, it
+ * runs on SMs the hidden backward leaves idle. (Forked before the forward product instead,
+ * it took SMs from the product's blocks and the step was slower: profile_records.txt 15.) */
+template <typename S>
+static void three_gather_beside(Trainer *t, int next, const MlpBatchOf<S> *dst)
+{
+    ThreeBuffersOf<S> *b = three_buffers<S>(t);
+    MlpSource src = train_source(t);
+    CUDA_CHECK(cudaEventRecord(b->forked, cudaStreamPerThread));
+    CUDA_CHECK(cudaStreamWaitEvent(b->side, b->forked, 0));
+    launch_gather(&src, next * t->batch, batch_of_step(t, next), dst, b->side);
+    CUDA_CHECK(cudaEventRecord(b->gathered, b->side));
+}
+
+template <typename S>
+static void three_join_gather(Trainer *t)
+{
+    CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, three_buffers<S>(t)->gathered, 0));
+}
+
+static bool capturing(void)
+{
+    cudaStreamCaptureStatus status;
+    CUDA_CHECK(cudaStreamIsCapturing(cudaStreamPerThread, &status));
+    return status == cudaStreamCaptureStatusActive;
+}
+
+/* The backward of a batch in half h and the gather of batch `next` (if there is one) into
+ * *dst: in the backward kernel's grid, or beside the three launches. Beside them only in a
+ * graph being captured, where the fork and the join become two edges: outside one (the
+ * steps before the capture, the bench's launches one by one) the gather rides in the
+ * update, as a stream that had waited for another stream's event outside a capture made
+ * every later epoch graph of the process slower (6% at batch 32: profile_records.txt 15). */
 template <typename S>
 static void three_backward(Trainer *t, int h, int c, int rows, float lr, float mu, int next, const MlpBatchOf<S> *dst)
 {
     ThreeBuffersOf<S> *b = three_buffers<S>(t);
-    if (b->launches == 1) three_backward_kernel<S>(t, &b->plan, h, c, rows, lr, mu, next, dst);
-    else three_backward_launches<S>(t, h, rows, lr, mu, next, dst);
+    if (b->launches == 1) {
+        three_backward_kernel<S>(t, &b->plan, h, c, rows, lr, mu, next, dst);
+        return;
+    }
+    bool beside = !three_bf16<S>() && next < steps_per_epoch(t) && capturing();
+    if (beside) three_gather_beside<S>(t, next, dst);
+    three_backward_launches<S>(t, h, rows, lr, mu, next, beside ? NULL : dst);
+    if (beside) three_join_gather<S>(t);
 }
 
 /* ------------------------------------------------------------------ the choices, timed */
@@ -277,6 +325,11 @@ static void three_create(Trainer *t)
     CUDA_CHECK(cudaMemcpy(b->starts, starts, (size_t)(steps + 1) * sizeof(int), cudaMemcpyHostToDevice));
     free(starts);
     b->launches = 1;
+    if constexpr (!three_bf16<S>()) {
+        CUDA_CHECK(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&b->forked, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&b->gathered, cudaEventDisableTiming));
+    }
     /* the timings run on zeros (the parameters are uploaded later, the velocity cleared;
        copy 0 of b1, W2, b2 lies in them) */
     for (int h = 0; h < 2; h++) {
@@ -301,6 +354,11 @@ static void three_destroy(Trainer *t)
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i]) CUDA_CHECK(cudaFree(dev[i]));
     if constexpr (three_bf16<S>()) tc_release<S>(t, &b->tc);
+    else {
+        CUDA_CHECK(cudaEventDestroy(b->forked));
+        CUDA_CHECK(cudaEventDestroy(b->gathered));
+        CUDA_CHECK(cudaStreamDestroy(b->side));
+    }
     free(b);
     t->own = NULL;
 }
