@@ -24,9 +24,10 @@
  * launches instead (hidden backward, chapter 05's dW1 product, update), with x transposed
  * into xt by the gathers and every parameter stepped in place (copy 0 only). Which of the
  * two, the trainer decides by timing both inside a graph when it is made. With the three
- * launches the next batch's gather is a launch of its own on a second stream, forked after
- * the output layer and joined before the next step: in the epoch graph it is a branch that
- * runs beside the hidden backward, the dW1 product and the update (three_gather_beside).
+ * launches, in a graph being captured, the next batch's gather is a launch of its own on a
+ * second stream, forked after the output layer and joined before the next step: in the
+ * epoch graph it is a branch that runs beside the hidden backward, the dW1 product and the
+ * update (three_gather_beside); outside a capture it rides in the update.
  *
  * The bf16 trainer (S = MlpBf16) runs the same step with its batch in bf16: the kernel's
  * product on tensor cores, and W1t (the forward product's bf16 copy of W1) rewritten by the
