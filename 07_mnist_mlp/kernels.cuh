@@ -167,26 +167,75 @@ __device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, f
     zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
 }
 
+/* The end of a row of the output layer, in warp 0: lanes 0-9 own one class each and finish
+ * the row with warp shuffles: bias, the maximum and argmax, softmax, -log p[y], and when
+ * training dz2 = (p - onehot) / batch (with DZ1 also into s_dz2, for the whole block). The
+ * loss, the count of correct rows and the b2 gradient (the column sums of dz2) go to their
+ * totals by atomics. */
+template <bool TRAIN, bool DZ1>
+__device__ __forceinline__ void mlp_output_finish(const float (&s_part)[MLP_OUT_THREADS / 32][MLP_CLASSES],
+                                                  float *s_dz2, int r, int lane, const float *b2, const int *y,
+                                                  float inv_batch, float *dz2, float *gb2, float *loss_slots,
+                                                  const int *cursor, int full_batch, int *correct)
+{
+    bool mine = lane < MLP_CLASSES; /* lanes 10-31 take part in the shuffles only */
+    int c = mine ? lane : 0, best = c, label = y[r];
+    float z = b2[c];
+    for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z += s_part[w][c];
+    float zmax, e, sum, zlabel; /* best: the lane's class on the way in */
+    mlp_softmax_row(z, mine, label, zmax, best, e, sum, zlabel);
+    if (lane == 0) {
+        atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
+        if (correct && best == label) atomicAdd(correct, 1);
+    }
+    if (TRAIN && mine) {
+        float d = (e / sum - (lane == label ? 1.0f : 0.0f)) * inv_batch;
+        dz2[(size_t)r * MLP_CLASSES + lane] = d;
+        atomicAdd(gb2 + lane, d);
+        if (DZ1) s_dz2[lane] = d;
+    }
+}
+
+/* A row of dz1 (the hidden backward's arithmetic, in its order): for each unit k of this
+ * thread, a1 = max(z1 + b1, 0) again (the block has just read the row) and da1 =
+ * dz2 . W2[k], kept where a1 > 0. */
+__device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const float *zr, const float *b1,
+                                                   const float *w2, int hidden, float *dz1_row)
+{
+    float d2[MLP_CLASSES];
+#pragma unroll
+    for (int c = 0; c < MLP_CLASSES; c++) d2[c] = s_dz2[c];
+#pragma unroll 4
+    for (int k = threadIdx.x; k < hidden; k += MLP_OUT_THREADS) {
+        float a = fmaxf(zr[k] + b1[k], 0.0f), da = 0.0f;
+        const float *wk = w2 + (size_t)k * MLP_CLASSES;
+#pragma unroll
+        for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(d2[c], wk[c], da);
+        dz1_row[k] = a > 0.0f ? da : 0.0f;
+    }
+}
+
 /* mlp_output_layer: one block of 256 threads per batch row. The bias and ReLU of the
  * hidden layer are applied on the fly as z1 is read (a1 = max(z1 + b1, 0) is never
  * stored), each thread takes hidden units k, k + 256, ... and accumulates the 10 dot
  * products with W2's rows, and chapter 03's warp sum adds them within each warp. Then
- * lanes 0-9 of warp 0 own one class each and finish the row with warp shuffles: bias,
- * the maximum and argmax, softmax, -log p[y], and when training dz2 = (p - onehot) /
- * batch. The loss, the count of correct rows and the b2 gradient (the column sums of
- * dz2) go to their totals by atomics. This one kernel replaces the bias and ReLU passes,
- * a GEMM with N = 10 (which leaves most of a 64-wide tile empty), the second bias pass,
- * softmax, the loss kernel, its sum and a column sum. (A single thread finishing the row
- * made every block wait for a serial chain of 20 exponentials: 10 lanes take one each. And
- * 256 threads, not 128: at H = 1024 a thread's four units are one unrolled round of loads,
- * one memory latency where 128 threads waited for two.) */
-template <bool TRAIN>
+ * warp 0 finishes the row (mlp_output_finish). This one kernel replaces the bias and ReLU
+ * passes, a GEMM with N = 10 (which leaves most of a 64-wide tile empty), the second bias
+ * pass, softmax, the loss kernel, its sum and a column sum. (A single thread finishing the
+ * row made every block wait for a serial chain of 20 exponentials: 10 lanes take one each.
+ * And 256 threads, not 128: at H = 1024 a thread's four units are one unrolled round of
+ * loads, one memory latency where 128 threads waited for two.) With DZ1 the block also
+ * makes its row of dz1, which the hidden backward makes otherwise: a row of dz1 needs only
+ * that row's dz2, and the block has it. */
+template <bool TRAIN, bool DZ1 = false>
 __global__ void __launch_bounds__(MLP_OUT_THREADS)
 mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2, const int *y, int hidden,
                  float inv_batch, float *dz2, float *gb2, float *loss_slots, const int *cursor, int full_batch,
-                 int *correct)
+                 int *correct, float *dz1)
 {
+    static_assert(TRAIN || !DZ1, "dz1 needs dz2");
     __shared__ float s_part[MLP_OUT_THREADS / 32][MLP_CLASSES];
+    __shared__ float s_dz2[MLP_CLASSES];
     int r = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float acc[MLP_CLASSES];
 #pragma unroll
@@ -205,31 +254,33 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
         if (lane == 0) s_part[warp][c] = acc[c];
     }
     __syncthreads();
-    if (warp != 0) return;
-    bool mine = lane < MLP_CLASSES; /* lanes 10-31 take part in the shuffles only */
-    int c = mine ? lane : 0, best = c, label = y[r];
-    float z = b2[c];
-    for (int w = 0; w < MLP_OUT_THREADS / 32; w++) z += s_part[w][c];
-    float zmax, e, sum, zlabel; /* best: the lane's class on the way in */
-    mlp_softmax_row(z, mine, label, zmax, best, e, sum, zlabel);
-    if (lane == 0) {
-        atomicAdd(loss_slots + (cursor ? *cursor / full_batch : 0), logf(sum) + zmax - zlabel);
-        if (correct && best == label) atomicAdd(correct, 1);
-    }
-    if (TRAIN && mine) {
-        float d = (e / sum - (lane == label ? 1.0f : 0.0f)) * inv_batch;
-        dz2[(size_t)r * MLP_CLASSES + lane] = d;
-        atomicAdd(gb2 + lane, d);
+    if (warp == 0)
+        mlp_output_finish<TRAIN, DZ1>(s_part, s_dz2, r, lane, b2, y, inv_batch, dz2, gb2, loss_slots, cursor,
+                                      full_batch, correct);
+    if constexpr (DZ1) {
+        __syncthreads();
+        mlp_output_dz1_row(s_dz2, zr, b1, w2, hidden, dz1 + (size_t)r * hidden);
     }
 }
 
+/* dz1 not NULL (training only): the layer also makes dz1. */
 template <bool TRAIN>
 static inline void launch_output_layer(const float *z1, const float *b1, const float *w2, const float *b2,
                                        const int *y, int rows, int hidden, float *dz2, float *gb2,
-                                       float *loss_slots, const int *cursor, int full_batch, int *correct)
+                                       float *loss_slots, const int *cursor, int full_batch, int *correct,
+                                       float *dz1 = NULL)
 {
+    if constexpr (TRAIN) {
+        if (dz1) {
+            mlp_output_layer<true, true><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2,
+                                                                    gb2, loss_slots, cursor, full_batch, correct,
+                                                                    dz1);
+            CHECK_LAUNCH();
+            return;
+        }
+    }
     mlp_output_layer<TRAIN><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2, gb2,
-                                                       loss_slots, cursor, full_batch, correct);
+                                                       loss_slots, cursor, full_batch, correct, NULL);
     CHECK_LAUNCH();
 }
 
@@ -267,6 +318,7 @@ __device__ __forceinline__ void mlp_store_column(typename S::T *dst, const float
  * each SM enough warps to hide the latency of the loads (one group a block left most of
  * the SM's schedulers idle). Thread (0, 0) of the first block advances the batch cursor
  * (NULL: none): output_layer, the last reader of this step's position, has finished.
+ * dz1 NULL (fp32 only): the sums alone (optimized's output layer has made dz1).
  * For the tensor-core trainers (S::TC) dz1 goes out transposed and rounded, as dz1t
  * (H x rows), the Bt of their dW1 product: each thread keeps its rows' values of unit j
  * and stores them as one piece of row j of dz1t (mlp_store_column). */
@@ -307,7 +359,7 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
         }
         float d = a > 0.0f ? da : 0.0f;
         if constexpr (S::TC) column[r] = d;
-        else dz1[(size_t)(r0 + first + r) * hidden + j] = d;
+        else if (dz1) dz1[(size_t)(r0 + first + r) * hidden + j] = d;
         gb += d;
     }
     if constexpr (S::TC) mlp_store_column<S>(dz1 + (size_t)j * rows + r0 + first, column, mine, rows, r0 + first);
@@ -328,12 +380,13 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
 template <typename S = MlpFp32>
 static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
                                           int rows, int hidden, typename S::T *dz1, float *gw2, float *gb1,
-                                          int *cursor)
+                                          int *cursor, cudaStream_t stream = cudaStreamPerThread)
 {
     int per_block = (rows + 7) / 8;
     per_block = per_block > MLP_BACK_MAX_ROWS ? MLP_BACK_MAX_ROWS : per_block;
     dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block)), block(MLP_BACK_COLS, MLP_BACK_GROUPS);
-    mlp_hidden_backward<S><<<grid, block>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1, cursor);
+    mlp_hidden_backward<S><<<grid, block, 0, stream>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1,
+                                                       cursor);
     CHECK_LAUNCH();
 }
 

@@ -24,10 +24,11 @@
  * launches instead (hidden backward, chapter 05's dW1 product, update), with x transposed
  * into xt by the gathers and every parameter stepped in place (copy 0 only). Which of the
  * two, the trainer decides by timing both inside a graph when it is made. With the three
- * launches, in a graph being captured, the next batch's gather is a launch of its own on a
- * second stream, forked after the output layer and joined before the next step: in the
- * epoch graph it is a branch that runs beside the hidden backward, the dW1 product and the
- * update (three_gather_beside); outside a capture it rides in the update.
+ * launches, in a graph being captured, the output layer also makes dz1, and a second
+ * stream, forked after it, runs what is left of the hidden backward (the sums for W2's and
+ * b1's gradients) and then the next batch's gather: in the epoch graph a branch beside the
+ * dW1 product and the update, joined before the update and before the next step
+ * (three_branch); outside a capture the step is the fused step's chain.
  *
  * The bf16 trainer (S = MlpBf16) runs the same step with its batch in bf16: the kernel's
  * product on tensor cores, and W1t (the forward product's bf16 copy of W1) rewritten by the
@@ -59,8 +60,8 @@ struct ThreeBuffersOf {
     MlpBwdPlan plan;
     int launches;       /* 1: the backward kernel; 3: the launches it replaces */
     int *starts;        /* starts[i] = i * batch, i = 0 .. steps: where step i's batch begins */
-    cudaStream_t side;  /* fp32 three launches: the gather's own stream, forked and joined */
-    cudaEvent_t forked, gathered; /* by these two events (edges of the graph when captured) */
+    cudaStream_t side;  /* fp32 three launches: the branch's stream, forked and joined */
+    cudaEvent_t forked, small_done, gathered; /* fork and joins (edges of the graph when captured) */
 };
 
 template <typename S>
@@ -108,16 +109,17 @@ static void three_forward(Trainer *t, int h, int rows)
 }
 
 /* The output layer of a batch of `rows` in half h, reading copy c of b1, W2, b2 (the
- * b2 gradient into its velocity), its loss into slot `slot`. */
+ * b2 gradient into its velocity), its loss into slot `slot`; with dz1 (the branch below)
+ * it also makes dz1. */
 template <typename S>
-static void three_output(Trainer *t, int h, int c, int rows, int slot)
+static void three_output(Trainer *t, int h, int c, int rows, int slot, bool dz1 = false)
 {
     const MlpLayout *l = &t->l;
     ThreeBuffersOf<S> *b = three_buffers<S>(t);
     const MlpSmall *in = &b->small[c];
     size_t w2 = l->w2 - l->b1, b2 = l->b2 - l->b1;
     launch_output_layer<true>(b->z1[h], in->p, in->p + w2, in->p + b2, b->y[h], rows, t->hidden, t->dz2, in->v + b2,
-                              t->step_loss + slot, NULL, t->batch, NULL);
+                              t->step_loss + slot, NULL, t->batch, NULL, dz1 ? t->dz1 : NULL);
 }
 
 /* The backward kernel on a batch of `rows` in half h, reading copy c of b1, W2, b2 and
@@ -147,7 +149,7 @@ static void three_backward_kernel(Trainer *t, const MlpBwdPlan *p, int h, int c,
  * advanced by the first two). */
 template <typename S>
 static void three_backward_launches(Trainer *t, int h, int rows, float lr, float mu, int next,
-                                    const MlpBatchOf<S> *dst)
+                                    const MlpBatchOf<S> *dst, bool beside = false)
 {
     if constexpr (three_bf16<S>()) {
         for (int k = 2; k < TC_LAUNCHES; k++) tc_launch<S>(t, k, rows, lr, mu, 1);
@@ -155,27 +157,37 @@ static void three_backward_launches(Trainer *t, int h, int rows, float lr, float
         const MlpLayout *l = &t->l;
         ThreeBuffersOf<S> *b = three_buffers<S>(t);
         float *P = t->params, *V = t->vel;
-        launch_hidden_backward(b->z1[h], P + l->b1, t->dz2, P + l->w2, rows, t->hidden, t->dz1, V + l->w2, V + l->b1,
-                               NULL);
+        if (!beside)
+            launch_hidden_backward(b->z1[h], P + l->b1, t->dz2, P + l->w2, rows, t->hidden, t->dz1, V + l->w2,
+                                   V + l->b1, NULL);
         gemm(t, IDX_PIXELS, t->hidden, rows, 1.0f, b->xt[h], t->dz1, 1.0f, V + l->w1);
+        if (beside) CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->small_done, 0));
         MlpSource src = train_source(t);
         launch_update(P, V, l->total, lr, mu, dst ? &src : NULL, b->starts + next, t->n_train, t->batch, dst);
     }
 }
 
-/* The gather of batch `next` into *dst on the side stream, which waits for everything
- * enqueued so far and is waited for by everything enqueued after three_join_gather: captured,
- * a branch of the graph beside the launches between. Riding in the update's grid (as in the
- * fused step), the gather's chain of dependent loads made the update longer; beside it, it
- * runs on SMs the hidden backward leaves idle. (Forked before the forward product instead,
- * it took SMs from the product's blocks and the step was slower: profile_records.txt 15.) */
+/* The branch of a step with the three launches: forked after the output layer (which has
+ * made dz1), a second stream runs the rest of the hidden backward (the sums for W2's and
+ * b1's gradients, no dz1) and then the gather of batch `next` into *dst. The main stream
+ * runs the dW1 product meanwhile, waits for the sums (small_done) before the update, and
+ * for the gather (three_join_gather) before the next step. Captured, the events are edges:
+ * the branch runs on the SMs the dW1 product and the update leave idle. Riding in the
+ * update's grid (as in the fused step), the gather's chain of dependent loads made the
+ * update longer; and forked before the forward product, the gather took SMs from the
+ * product's blocks (profile_records.txt 15, 17). */
 template <typename S>
-static void three_gather_beside(Trainer *t, int next, const MlpBatchOf<S> *dst)
+static void three_branch(Trainer *t, int h, int rows, int next, const MlpBatchOf<S> *dst)
 {
     ThreeBuffersOf<S> *b = three_buffers<S>(t);
+    const MlpLayout *l = &t->l;
+    float *P = t->params, *V = t->vel;
     MlpSource src = train_source(t);
     CUDA_CHECK(cudaEventRecord(b->forked, cudaStreamPerThread));
     CUDA_CHECK(cudaStreamWaitEvent(b->side, b->forked, 0));
+    launch_hidden_backward(b->z1[h], P + l->b1, t->dz2, P + l->w2, rows, t->hidden, (float *)NULL, V + l->w2,
+                           V + l->b1, NULL, b->side);
+    CUDA_CHECK(cudaEventRecord(b->small_done, b->side));
     launch_gather(&src, next * t->batch, batch_of_step(t, next), dst, b->side);
     CUDA_CHECK(cudaEventRecord(b->gathered, b->side));
 }
@@ -193,23 +205,32 @@ static bool capturing(void)
     return status == cudaStreamCaptureStatusActive;
 }
 
-/* The backward of a batch in half h and the gather of batch `next` (if there is one) into
- * *dst: in the backward kernel's grid, or beside the three launches. Beside them only in a
- * graph being captured, where the fork and the join become two edges: outside one (the
- * steps before the capture, the bench's launches one by one) the gather rides in the
- * update, as a stream that had waited for another stream's event outside a capture made
- * every later epoch graph of the process slower (6% at batch 32: profile_records.txt 15). */
+/* Whether the step before batch `next` takes the branch (three_branch): the fp32 three
+ * launches, a next batch to gather, and a graph being captured, where the fork and the
+ * joins become edges. Outside one (the steps before the capture, the bench's launches one
+ * by one) the step is the chain of the fused step, the gather riding in the update, as a
+ * stream that had waited for another stream's event outside a capture made every later
+ * epoch graph of the process slower (6% at batch 32: profile_records.txt 15). */
 template <typename S>
-static void three_backward(Trainer *t, int h, int c, int rows, float lr, float mu, int next, const MlpBatchOf<S> *dst)
+static bool three_beside(const Trainer *t, int next)
+{
+    return !three_bf16<S>() && three_buffers<S>(t)->launches != 1 && next < steps_per_epoch(t) && capturing();
+}
+
+/* The backward of a batch in half h and the gather of batch `next` (if there is one) into
+ * *dst: in the backward kernel's grid, or with the three launches, in the chain or with
+ * the branch (beside: the output layer has made dz1). */
+template <typename S>
+static void three_backward(Trainer *t, int h, int c, int rows, float lr, float mu, int next, const MlpBatchOf<S> *dst,
+                           bool beside)
 {
     ThreeBuffersOf<S> *b = three_buffers<S>(t);
     if (b->launches == 1) {
         three_backward_kernel<S>(t, &b->plan, h, c, rows, lr, mu, next, dst);
         return;
     }
-    bool beside = !three_bf16<S>() && next < steps_per_epoch(t) && capturing();
-    if (beside) three_gather_beside<S>(t, next, dst);
-    three_backward_launches<S>(t, h, rows, lr, mu, next, beside ? NULL : dst);
+    if (beside) three_branch<S>(t, h, rows, next, dst);
+    three_backward_launches<S>(t, h, rows, lr, mu, next, beside ? NULL : dst, beside);
     if (beside) three_join_gather<S>(t);
 }
 
@@ -330,6 +351,7 @@ static void three_create(Trainer *t)
         CUDA_CHECK(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreateWithFlags(&b->forked, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&b->gathered, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&b->small_done, cudaEventDisableTiming));
     }
     /* the timings run on zeros (the parameters are uploaded later, the velocity cleared;
        copy 0 of b1, W2, b2 lies in them) */
@@ -358,6 +380,7 @@ static void three_destroy(Trainer *t)
     else {
         CUDA_CHECK(cudaEventDestroy(b->forked));
         CUDA_CHECK(cudaEventDestroy(b->gathered));
+        CUDA_CHECK(cudaEventDestroy(b->small_done));
         CUDA_CHECK(cudaStreamDestroy(b->side));
     }
     free(b);
@@ -394,10 +417,11 @@ static void three_step(Trainer *t, int s, int batch, float lr, float mu)
         return;
     }
     int h = three_half(t, s), c = three_small_in<S>(t, s);
+    bool beside = three_beside<S>(t, s + 1);
     three_forward<S>(t, h, batch);
-    three_output<S>(t, h, c, batch, s);
+    three_output<S>(t, h, c, batch, s, beside);
     MlpBatchOf<S> next = three_batch<S>(t, s + 1);
-    three_backward<S>(t, h, c, batch, lr, mu, s + 1, &next);
+    three_backward<S>(t, h, c, batch, lr, mu, s + 1, &next, beside);
 }
 
 /* The three launches one by one for the bench (half 0, copy 0 of b1, W2, b2, a whole batch,
@@ -409,7 +433,7 @@ static void three_stage(Trainer *t, int stage)
     switch (stage) {
     case 0: three_forward<S>(t, 0, t->batch); break;
     case 1: three_output<S>(t, 0, 0, t->batch, 0); break;
-    default: three_backward<S>(t, 0, 0, t->batch, 0.0f, 1.0f, 1, &next); break;
+    default: three_backward<S>(t, 0, 0, t->batch, 0.0f, 1.0f, 1, &next, false); break;
     }
 }
 
