@@ -270,7 +270,8 @@ static void dp_forward_backward(DataParallel *dp, int g, int rows, float inv_bat
     dp_op_end(dp, g, DP_ROW_COMPUTE, op);
     op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "output_layer", -1);
     mlp_output_layer<true><<<rows, MLP_OUT_THREADS>>>(t->z1, P + l->b1, P + l->w2, P + l->b2, t->y, H, inv_batch,
-                                                      t->dz2, grad + l->b2, t->step_loss, t->cursor, t->batch, NULL);
+                                                      t->dz2, grad + l->b2, t->step_loss, t->cursor, t->batch, NULL,
+                                                      NULL);
     CHECK_LAUNCH();
     dp_op_end(dp, g, DP_ROW_COMPUTE, op);
     op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "hidden_backward", -1);
