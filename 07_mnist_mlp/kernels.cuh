@@ -167,6 +167,17 @@ __device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, f
     zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
 }
 
+/* dz1 of one unit in one row: da1 = dz2 . W2[unit], the ten products added in class order
+ * from zero, kept where the unit's activation a1 (or z1 + b1: the same sign) is above 0.
+ * Every kernel that makes dz1 makes it here, so that all of them make the same bits. */
+__device__ __forceinline__ float mlp_dz1_of(float a1, const float *d2, const float *w)
+{
+    float da = 0.0f;
+#pragma unroll
+    for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(d2[c], w[c], da);
+    return a1 > 0.0f ? da : 0.0f;
+}
+
 /* The end of a row of the output layer, in warp 0: lanes 0-9 own one class each and finish
  * the row with warp shuffles: bias, the maximum and argmax, softmax, -log p[y], and when
  * training dz2 = (p - onehot) / batch (with DZ1 also into s_dz2, for the whole block). The
@@ -196,9 +207,8 @@ __device__ __forceinline__ void mlp_output_finish(const float (&s_part)[MLP_OUT_
     }
 }
 
-/* A row of dz1 (the hidden backward's arithmetic, in its order): for each unit k of this
- * thread, a1 = max(z1 + b1, 0) again (the block has just read the row) and da1 =
- * dz2 . W2[k], kept where a1 > 0. */
+/* A row of dz1: for each unit k of this thread, a1 = max(z1 + b1, 0) again (the block has
+ * just read the row), and mlp_dz1_of. */
 __device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const float *zr, const float *b1,
                                                    const float *w2, int hidden, float *dz1_row)
 {
@@ -206,13 +216,8 @@ __device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const flo
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) d2[c] = s_dz2[c];
 #pragma unroll 4
-    for (int k = threadIdx.x; k < hidden; k += MLP_OUT_THREADS) {
-        float a = fmaxf(zr[k] + b1[k], 0.0f), da = 0.0f;
-        const float *wk = w2 + (size_t)k * MLP_CLASSES;
-#pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(d2[c], wk[c], da);
-        dz1_row[k] = a > 0.0f ? da : 0.0f;
-    }
+    for (int k = threadIdx.x; k < hidden; k += MLP_OUT_THREADS)
+        dz1_row[k] = mlp_dz1_of(fmaxf(zr[k] + b1[k], 0.0f), d2, w2 + (size_t)k * MLP_CLASSES);
 }
 
 /* mlp_output_layer: one block of 256 threads per batch row. The bias and ReLU of the
@@ -351,13 +356,10 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
     for (int r = 0; r < MLP_BACK_THREAD_ROWS; r++) {
         if (r >= mine) break;
         const float *d2 = s_dz2[first + r];
-        float a = fmaxf(zr[r] + bias, 0.0f), da = 0.0f;
+        float a = fmaxf(zr[r] + bias, 0.0f);
 #pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) {
-            da = fmaf(d2[c], w[c], da);
-            gw[c] = fmaf(a, d2[c], gw[c]);
-        }
-        float d = a > 0.0f ? da : 0.0f;
+        for (int c = 0; c < MLP_CLASSES; c++) gw[c] = fmaf(a, d2[c], gw[c]);
+        float d = mlp_dz1_of(a, d2, w);
         if constexpr (S::TC) column[r] = d;
         else if (dz1) dz1[(size_t)(r0 + first + r) * hidden + j] = d;
         gb += d;

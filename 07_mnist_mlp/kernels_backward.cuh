@@ -173,13 +173,11 @@ __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, typename S::T *Ds,
             float2 pair = *(const float2 *)(s_dz2 + k * MLP_CLASSES + c);
             d2[c] = pair.x, d2[c + 1] = pair.y;
         }
-        float act = fmaxf(Bs[k * Cfg::BN + u] + bias, 0.0f), da = 0.0f;
+        float act = fmaxf(Bs[k * Cfg::BN + u] + bias, 0.0f);
+        if (GRADS)
 #pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) {
-            da = fmaf(d2[c], w[c], da);
-            if (GRADS) g[c] = fmaf(act, d2[c], g[c]);
-        }
-        float d = act > 0.0f ? da : 0.0f;
+            for (int c = 0; c < MLP_CLASSES; c++) g[c] = fmaf(act, d2[c], g[c]);
+        float d = mlp_dz1_of(act, d2, w);
         Ds[k * d_row + u] = S::cvt(d);
         if (GRADS) g[MLP_CLASSES] += d;
     }

@@ -287,10 +287,7 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     __syncthreads();
     for (int i = t; i < o.n * PST_UNITS; i += PST_THREADS) {
         int rl = i / PST_UNITS, u = i % PST_UNITS;
-        float da = 0.0f;
-#pragma unroll
-        for (int c = 0; c < MLP_CLASSES; c++) da = fmaf(sm.dz2[rl * MLP_CLASSES + c], sm.w2[u * MLP_CLASSES + c], da);
-        sm.own[i] = sm.own[i] > 0.0f ? da : 0.0f;
+        sm.own[i] = mlp_dz1_of(sm.own[i], sm.dz2 + rl * MLP_CLASSES, sm.w2 + u * MLP_CLASSES);
     }
     __syncthreads();
     constexpr int Q = PST_UNITS / 4;
