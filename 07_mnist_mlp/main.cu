@@ -14,6 +14,7 @@
  *
  * The chapter's files, one question each:
  *   kernels.cuh        the kernels no earlier chapter teaches
+ *   kernels_batch.cuh  the batch: its types and the gather
  *   kernels_tc.cuh     ... and those of the tensor-core trainers (the update that writes W1t)
  *   lowp.h             their roundings (bf16, TF32) and transposed copies as pure functions
  *   trainers.cuh       the table of trainers: which trainers there are
@@ -22,8 +23,9 @@
  *   steps_fused.cuh    the fused step (fused, step_graph, epoch_graph, cublas)
  *   steps_fed.cuh      the fused step fed through chapter 06's double buffer (fed)
  *   steps_tc.cuh       the fused step on tensor cores (tf32, bf16)
- *   steps_three.cuh    the three-launch step (optimized, bf16) and its backward kernel's
- *                      choice; kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
+ *   steps_three.cuh    the three-launch step's family (optimized, bf16) and its backward
+ *                      kernel's choice; steps_three_parts.cuh the step itself;
+ *                      kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
  *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16);
  *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
  *                      its phases, kernels_persistent_products.cuh its two products (with
