@@ -38,8 +38,10 @@ enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_SMALL_STEP, PST_
 
 /* A block's shared memory. part holds the forward's partial sums, then (from
  * softmax_backward on) dz1 of every row of the batch in the product's type; own holds z1
- * of the block's rows, then their dz1. The small parameters: W2's rows of the cluster's units, b1 of them, b2, each
- * with its velocity (v...) and the block's share of its gradient (g...). */
+ * of the block's rows, then their dz1. The small parameters: W2's rows of the cluster's
+ * units, b1 of them, b2, each with its velocity (v...) and the block's share of its
+ * gradient (g...); gsplit holds softmax_backward's row groups 1 and 2's sums of gW2 and gb1
+ * (PST_ROW_GROUPS). */
 template <typename S>
 struct PstShared {
     typedef typename PstProduct<S>::T T;
@@ -50,7 +52,8 @@ struct PstShared {
     alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
     alignas(16) float b1[PST_UNITS], vb1[PST_UNITS], gb1[PST_UNITS];
     float b2[16], vb2[16], gb2[16];
-    float dz2[PST_OWN_ROWS * MLP_CLASSES];
+    float gsplit[PST_ROW_GROUPS - 1][PST_UNITS * (MLP_CLASSES + 1)]; /* gW2 | gb1 */
+    alignas(16) float dz2[PST_OWN_ROWS * MLP_CLASSES]; /* read in pairs (float2) */
     int y[PST_OWN_ROWS];
     float loss;
     int correct;
@@ -258,7 +261,44 @@ static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstAr
 /* The block's share of the small gradients over its rows, and their dz1 in place of z1:
  *   gW2[u][c] = sum relu(z1[r][u]) dz2[r][c]    gb2[c] = sum dz2[r][c]
  *   dz1[r][u] = z1[r][u] > 0 ? sum_c dz2[r][c] W2[u][c] : 0    gb1[u] = sum dz1[r][u]
- * and dz1 of its rows stored into every block's part, where the dW1 product reads all the
+ * in one pass over the rows: thread (u, g) holds W2's row u in registers and takes rows
+ * g, g + 3, ... (PST_ROW_GROUPS = 3 groups of 72 threads), and each row's dz2, loaded once
+ * (the same words for the whole group: a broadcast), serves both gW2's ten sums and dz1's
+ * dot product. One thread a (u, c) pair, as before, loaded z1 and dz2 again for every one
+ * of the ten sums and dz1's twenty operands for every row: about three times the loads from
+ * shared memory. Groups 1 and 2 leave their sums in gsplit; pst_backward_small adds them to
+ * group 0's, in group order. */
+template <typename S>
+static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, PstOwn o)
+{
+    constexpr int C = MLP_CLASSES;
+    const int t = threadIdx.x, u = t % PST_UNITS, g = t / PST_UNITS;
+    float w[C], acc[C], gb = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; c++) w[c] = sm.w2[u * C + c], acc[c] = 0.0f;
+#pragma unroll 1
+    for (int rl = g; rl < o.n; rl += PST_ROW_GROUPS) {
+        float d[C];
+#pragma unroll
+        for (int c = 0; c < C; c += 2) {
+            float2 pair = *(const float2 *)(sm.dz2 + rl * C + c);
+            d[c] = pair.x, d[c + 1] = pair.y;
+        }
+        float z = sm.own[rl * PST_UNITS + u], a = fmaxf(z, 0.0f);
+#pragma unroll
+        for (int c = 0; c < C; c++) acc[c] = fmaf(a, d[c], acc[c]);
+        float dz = mlp_dz1_of(z, d, w);
+        sm.own[rl * PST_UNITS + u] = dz;
+        gb += dz;
+    }
+    float *gw = g == 0 ? sm.gw2 : sm.gsplit[g - 1], *gbias = g == 0 ? sm.gb1 : sm.gsplit[g - 1] + PST_UNITS * C;
+#pragma unroll
+    for (int c = 0; c < C; c++) gw[u * C + c] = acc[c];
+    gbias[u] = gb;
+}
+
+/* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of
+ * the block's rows stored into every block's part, where the dW1 product reads all the
  * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
  * as loads from it would; the cluster barrier after this makes them visible. Every part is
  * free by now: the last reads of the forward's partial sums came before the grid barrier.
@@ -267,29 +307,25 @@ static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstAr
 template <typename S>
 static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)
 {
-    int t = threadIdx.x;
-    for (int i = t; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
-        int u = i / MLP_CLASSES, c = i % MLP_CLASSES;
-        float even = 0.0f, odd = 0.0f; /* two chains of FMAs; named, so that both stay in registers */
-        int rl = 0;
-        for (; rl + 1 < o.n; rl += 2) {
-            even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
-            odd = fmaf(fmaxf(sm.own[(rl + 1) * PST_UNITS + u], 0.0f), sm.dz2[(rl + 1) * MLP_CLASSES + c], odd);
-        }
-        if (rl < o.n) even = fmaf(fmaxf(sm.own[rl * PST_UNITS + u], 0.0f), sm.dz2[rl * MLP_CLASSES + c], even);
-        sm.gw2[i] = even + odd;
-    }
-    if (t < MLP_CLASSES) {
+    static_assert(PST_ROW_GROUPS * PST_UNITS <= PST_THREADS - 32, "the last warp sums gb2");
+    static_assert(MLP_CLASSES % 2 == 0 && PST_OWN_ROWS * MLP_CLASSES % 2 == 0, "dz2 read in pairs");
+    const int t = threadIdx.x, last_warp = PST_THREADS - 32;
+    if (t < PST_ROW_GROUPS * PST_UNITS) {
+        pst_small_grads_dz1(sm, o);
+    } else if (t >= last_warp && t - last_warp < MLP_CLASSES) {
         float acc = 0.0f;
-        for (int rl = 0; rl < o.n; rl++) acc += sm.dz2[rl * MLP_CLASSES + t];
-        sm.gb2[t] = acc;
+        for (int rl = 0; rl < o.n; rl++) acc += sm.dz2[rl * MLP_CLASSES + t - last_warp];
+        sm.gb2[t - last_warp] = acc;
     }
     __syncthreads();
-    for (int i = t; i < o.n * PST_UNITS; i += PST_THREADS) {
-        int rl = i / PST_UNITS, u = i % PST_UNITS;
-        sm.own[i] = mlp_dz1_of(sm.own[i], sm.dz2 + rl * MLP_CLASSES, sm.w2 + u * MLP_CLASSES);
+    constexpr int NW = PST_UNITS * MLP_CLASSES;
+    for (int i = t; i < NW + PST_UNITS; i += PST_THREADS) {
+        float *sum = i < NW ? sm.gw2 + i : sm.gb1 + (i - NW);
+        float total = *sum;
+#pragma unroll
+        for (int g = 0; g < PST_ROW_GROUPS - 1; g++) total += sm.gsplit[g][i];
+        *sum = total;
     }
-    __syncthreads();
     constexpr int Q = PST_UNITS / 4;
     for (int i = t; i < o.n * Q; i += PST_THREADS) {
         int rl = i / Q, c4 = i % Q;
@@ -301,13 +337,6 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
     for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
         PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-    if (t < PST_UNITS) {
-        float even = 0.0f, odd = 0.0f;
-        int rl = 0;
-        for (; rl + 1 < o.n; rl += 2) even += sm.own[rl * PST_UNITS + t], odd += sm.own[(rl + 1) * PST_UNITS + t];
-        if (rl < o.n) even += sm.own[rl * PST_UNITS + t];
-        sm.gb1[t] = even + odd;
-    }
 }
 
 /* ------------------------------------------------------------------ small_step */

@@ -46,6 +46,7 @@
 #define PST_THREADS 256
 #define PST_MAX_ROWS 256                           /* batch rows a step may have */
 #define PST_OWN_ROWS (PST_MAX_ROWS / PST_CLUSTER)  /* rows whose z1 a block finishes: 32 */
+#define PST_ROW_GROUPS 3                           /* softmax_backward: 3 x 72 threads share a block's rows */
 
 static_assert(PST_THREADS == PST_MAX_ROWS, "one thread a batch row when a batch is loaded");
 static_assert(PST_UNITS == 72, "the thread and warp tiles below cover 72 units: 64 + 8");
