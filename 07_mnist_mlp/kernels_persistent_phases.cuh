@@ -111,6 +111,25 @@ static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, const typen
 
 /* ------------------------------------------------------------------ the small parameters */
 
+/* Element i of the small parameters (W2's rows | b1 | b2): its weight, velocity and this
+ * block's share of its gradient. */
+template <typename S>
+static __device__ __forceinline__ void pst_small_at(PstShared<S> &sm, int i, float *&w, float *&v, float *&g)
+{
+    constexpr int NW = PST_UNITS * MLP_CLASSES, NB = NW + PST_UNITS;
+    w = i < NW ? sm.w2 + i : i < NB ? sm.b1 + (i - NW) : sm.b2 + (i - NB);
+    v = i < NW ? sm.vw2 + i : i < NB ? sm.vb1 + (i - NW) : sm.vb2 + (i - NB);
+    g = i < NW ? sm.gw2 + i : i < NB ? sm.gb1 + (i - NW) : sm.gb2 + (i - NB);
+}
+
+/* The small parameters rank q of a cluster steps: elements N q / 8 .. N (q + 1) / 8 of the
+ * N = 802 (100 or 101 of them). */
+static __device__ __forceinline__ void pst_small_range(int rank, int &lo, int &hi)
+{
+    constexpr int N = PST_UNITS * (MLP_CLASSES + 1) + MLP_CLASSES;
+    lo = rank * N / PST_CLUSTER, hi = (rank + 1) * N / PST_CLUSTER;
+}
+
 /* W2's rows of units u0 .. u0+71, b1 of them and b2, with their velocities (units past H: 0). */
 template <typename S>
 static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const PstArgs &a, int u0)
@@ -134,20 +153,24 @@ static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const Ps
     if (t == 0) sm.loss = 0.0f, sm.correct = 0;
 }
 
-/* ... and back: rank 0 of each cluster its units' W2 rows and b1, block 0 b2. */
+/* ... and back: each rank its range of them (pst_small_range), whose velocities only it
+ * keeps (pst_step_small); b2 from cluster 0. */
 template <typename S>
-static __device__ __forceinline__ void pst_store_small(const PstShared<S> &sm, const PstArgs &a, int u0, int rank)
+static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const PstArgs &a, int u0, int rank)
 {
-    if (rank != 0) return;
-    for (int i = threadIdx.x; i < PST_UNITS * MLP_CLASSES; i += PST_THREADS) {
-        if (u0 + i / MLP_CLASSES >= a.hidden) continue;
-        size_t at = (size_t)u0 * MLP_CLASSES + i;
-        a.params[a.w2 + at] = sm.w2[i];
-        a.vel[a.w2 + at] = sm.vw2[i];
+    constexpr int NW = PST_UNITS * MLP_CLASSES, NB = NW + PST_UNITS;
+    int lo, hi;
+    pst_small_range(rank, lo, hi);
+    for (int i = lo + (int)threadIdx.x; i < hi; i += PST_THREADS) {
+        float *w, *v, *g;
+        pst_small_at(sm, i, w, v, g);
+        size_t at;
+        bool mine;
+        if (i < NW) at = a.w2 + (size_t)u0 * MLP_CLASSES + i, mine = u0 + i / MLP_CLASSES < a.hidden;
+        else if (i < NB) at = a.b1 + (size_t)u0 + (i - NW), mine = u0 + (i - NW) < a.hidden;
+        else at = a.b2 + (size_t)(i - NB), mine = blockIdx.x < PST_CLUSTER;
+        if (mine) a.params[at] = *w, a.vel[at] = *v;
     }
-    int t = threadIdx.x;
-    if (t < PST_UNITS && u0 + t < a.hidden) a.params[a.b1 + u0 + t] = sm.b1[t], a.vel[a.b1 + u0 + t] = sm.vb1[t];
-    if (blockIdx.x == 0 && t < MLP_CLASSES) a.params[a.b2 + t] = sm.b2[t], a.vel[a.b2 + t] = sm.vb2[t];
 }
 
 /* ------------------------------------------------------------------ reduce_z1_z2 */
@@ -341,23 +364,32 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
 
 /* ------------------------------------------------------------------ small_step */
 
-/* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order. */
+/* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order: each
+ * rank steps its eighth of them (pst_small_range), one element a thread, and stores the new
+ * weight into every block of the cluster (itself included), so that all copies stay the
+ * same; the velocity stays with the rank that steps it. Every rank stepping every element,
+ * as before, loaded all 8 shares of all 802: 22 KB from the other SMs' shared memory a block
+ * and step, against 2.8 KB now (and 2.8 KB of stores, which do not wait for an answer). The
+ * cluster barrier after the next forward makes the new weights visible before the next
+ * reduce_z1_z2 reads W2. */
 template <typename S>
 static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr, float mu)
 {
-    constexpr int NW = PST_UNITS * MLP_CLASSES, NB = NW + PST_UNITS, N = NB + MLP_CLASSES;
-    for (int i = threadIdx.x; i < N; i += PST_THREADS) {
-        float *w = i < NW ? sm.w2 + i : i < NB ? sm.b1 + (i - NW) : sm.b2 + (i - NB);
-        float *v = i < NW ? sm.vw2 + i : i < NB ? sm.vb1 + (i - NW) : sm.vb2 + (i - NB);
-        float *g = i < NW ? sm.gw2 + i : i < NB ? sm.gb1 + (i - NW) : sm.gb2 + (i - NB);
-        float share[PST_CLUSTER], sum = 0.0f; /* the 8 remote loads in flight together */
+    static_assert(PST_UNITS * (MLP_CLASSES + 1) + MLP_CLASSES <= PST_THREADS * PST_CLUSTER, "a thread an element");
+    int lo, hi;
+    pst_small_range(pst_rank(), lo, hi);
+    const int i = lo + (int)threadIdx.x;
+    if (i >= hi) return;
+    float *w, *v, *g, share[PST_CLUSTER], sum = 0.0f; /* the 8 loads in flight together */
+    pst_small_at(sm, i, w, v, g);
 #pragma unroll
-        for (int peer = 0; peer < PST_CLUSTER; peer++) share[peer] = pst_ld_peer(pst_peer(g, peer));
+    for (int peer = 0; peer < PST_CLUSTER; peer++) share[peer] = pst_ld_peer(pst_peer(g, peer));
 #pragma unroll
-        for (int peer = 0; peer < PST_CLUSTER; peer++) sum += share[peer];
-        *v = fmaf(mu, *v, sum);
-        *w -= lr * *v;
-    }
+    for (int peer = 0; peer < PST_CLUSTER; peer++) sum += share[peer];
+    *v = fmaf(mu, *v, sum);
+    float stepped = *w - lr * *v;
+#pragma unroll
+    for (int peer = 0; peer < PST_CLUSTER; peer++) pst_st_peer(pst_peer(w, peer), stepped);
 }
 
 #endif /* PST_DEVICE */

@@ -6,7 +6,8 @@
  *                   mapa turns this block's shared address into that block's, in the
  *                   shared::cluster window (distributed shared memory, sm_90)
  *   pst_ld_peer(4)  a load from there: ld.shared::cluster (hundreds of cycles: issue many
- *                   before using any); the stores are the products' put_dz1
+ *                   before using any)
+ *   pst_st_peer     a store there (the products' put_dz1 store dz1 with their own)
  *   pst_grid_sync   every block of the grid meets: an arrival counted in memory, a wait with
  *                   acquire loads (only safe with every block resident: steps_persistent.cuh)
  * The cluster barrier is chapter 05's tc_cluster_sync (barrier.cluster arrive.release and
@@ -57,6 +58,12 @@ static __device__ __forceinline__ float4 pst_ld_peer4(uint32_t addr)
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                  : "r"(addr));
     return v;
+}
+
+/* A store into another block's shared memory (it does not wait for an answer). */
+static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
+{
+    asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
 
 /* Every block of the grid meets here (the count goes up by the grid's size each time, so
