@@ -230,9 +230,11 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
 /* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
  * softmax, the loss, and when training dz2 = (p - onehot) / rows. First every thread loads
  * the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2 in
- * sm.dz2: one round trip to L2, not one a row. Then a warp a row, lane c class c (lanes
- * 10-31 only take part in the shuffles), as in kernels.cuh's output layer. Only cluster 0
- * counts the loss and the correct rows (every cluster computes the same). */
+ * sm.dz2: one round trip to L2, not one a row. Then half a warp a row, lane c of the half
+ * class c (lanes 10-15 only take part in the shuffles), with the output layer's shuffles
+ * (kernels.cuh) four deep instead of five; a warp a row, as before, left each warp four rows
+ * to do one after the other at batch 256, chains of shuffles that nothing else hid. Only
+ * cluster 0 counts the loss and the correct rows (every cluster computes the same). */
 template <typename S>
 static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group,
                                                    int groups, int buf, bool record)
@@ -261,15 +263,16 @@ static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstAr
     for (int j = 0; j < MINE; j++)
         if (threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES) sm.dz2[threadIdx.x + j * PST_THREADS] = z[j];
     __syncthreads();
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int rl = warp; rl < o.n; rl += PST_THREADS / 32) {
-        int r = o.r0 + rl, label = sm.y[rl];
-        bool mine = lane < MLP_CLASSES;
-        int c = mine ? lane : 0, best = c;
+    /* two rows a warp at a time: lanes 0-15 one, lanes 16-31 the next */
+    const int warp = threadIdx.x / 32, half = threadIdx.x % 32 / 16, lane = threadIdx.x % 16;
+    for (int base = 2 * warp; base < o.n; base += 2 * (PST_THREADS / 32)) {
+        const int rl = base + half, r = o.r0 + rl;
+        const bool row = rl < o.n, mine = row && lane < MLP_CLASSES;
+        int label = row ? sm.y[rl] : 0, c = mine ? lane : 0, best = c;
         float zc = mine ? sm.dz2[rl * MLP_CLASSES + c] : 0.0f; /* lane c alone reads and writes element c */
         float zmax, e, sum, zlabel;
-        mlp_softmax_row(zc, mine, label, zmax, best, e, sum, zlabel);
-        if (group == 0 && lane == 0) {
+        mlp_softmax_row<16>(zc, mine, label, zmax, best, e, sum, zlabel);
+        if (row && group == 0 && lane == 0) {
             atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
             if (best == label) atomicAdd(&sm.correct, 1);
         }
