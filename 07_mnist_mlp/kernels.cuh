@@ -46,26 +46,19 @@
 /* The softmax of one row of 10 logits held one a lane (lane c: class c; lanes 10-31, mine
  * false, only take part in the shuffles): into zmax and best the maximum and, on a tie, the
  * lower class, as argmax does; into e this lane's exp(z - zmax), into sum their sum and into
- * zlabel the label's logit, all by warp shuffles. best comes in as this lane's class. With
- * WIDTH 16, each half of the warp does a row of its own (lane c of the half: class c). */
-template <int WIDTH = 32>
+ * zlabel the label's logit, all by warp shuffles. best comes in as this lane's class. */
 __device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, float &zmax, int &best, float &e,
                                                 float &sum, float &zlabel)
 {
-    static_assert(WIDTH == 32 || WIDTH == 16, "a row takes a warp or half of one");
     zmax = mine ? z : -INFINITY;
-    for (int off = WIDTH / 2; off > 0; off /= 2) {
-        float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off, WIDTH);
-        int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off, WIDTH);
+    for (int off = 16; off > 0; off /= 2) {
+        float other = __shfl_xor_sync(REDUCE_FULL_MASK, zmax, off);
+        int other_best = __shfl_xor_sync(REDUCE_FULL_MASK, best, off);
         if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
     }
     e = mine ? expf(z - zmax) : 0.0f;
-    float s = e;
-    if (WIDTH == 32) s = reduce_warp_sum(e);
-    else
-        for (int off = WIDTH / 2; off > 0; off /= 2) s += __shfl_down_sync(REDUCE_FULL_MASK, s, off, WIDTH);
-    sum = __shfl_sync(REDUCE_FULL_MASK, s, 0, WIDTH);
-    zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label, WIDTH);
+    sum = __shfl_sync(REDUCE_FULL_MASK, reduce_warp_sum(e), 0);
+    zlabel = __shfl_sync(REDUCE_FULL_MASK, z, label);
 }
 
 /* dz1 of one unit in one row: da1 = dz2 . W2[unit], the ten products added in class order

@@ -5,7 +5,8 @@
  *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row)
  *   the small params   W2's rows, b1, b2 and their velocities in and out
  *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share
- *   softmax_backward   pst_softmax, pst_backward_small (dz1 stored into the whole cluster)
+ *   softmax_backward   pst_softmax (and pst_softmax_rows), pst_backward_small (dz1 stored into
+ *                      the whole cluster)
  *   small_step         pst_step_small
  * How the blocks reach each other: kernels_persistent_sync.cuh. */
 #ifndef CH07_KERNELS_PERSISTENT_PHASES_CUH
@@ -227,14 +228,56 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
 
 /* ------------------------------------------------------------------ softmax_backward */
 
+/* The softmax of the block's rows, z2 in sm.dz2, into the loss, the count of correct rows
+ * and (training) dz2 = (p - onehot) / rows in place of z2: 8 lanes a row, lane l with
+ * classes l and l + 8 (lanes 2-7 have one), so that a warp does four rows at once with
+ * shuffles three deep (the maximum and argmax, the sum of the exponentials, the label's
+ * logit). A warp a row, as the output layer does it (kernels.cuh), left each warp four rows
+ * to do one after the other at batch 256, chains of shuffles five deep that nothing else
+ * hid. Only cluster 0 counts the loss and the correct rows (every cluster computes the same). */
+template <typename S>
+static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows,
+                                                        int group, bool record)
+{
+    const int warp = threadIdx.x / 32, quarter = threadIdx.x % 32 / 8, lane = threadIdx.x % 8;
+    for (int base = 4 * warp; base < o.n; base += 4 * (PST_THREADS / 32)) {
+        const int rl = base + quarter, r = o.r0 + rl;
+        const bool row = rl < o.n, two = row && lane + 8 < MLP_CLASSES;
+        const int label = row ? sm.y[rl] : 0;
+        float *zr = sm.dz2 + rl * MLP_CLASSES; /* lane l alone reads and writes elements l, l + 8 */
+        float za = row ? zr[lane] : -INFINITY, zb = two ? zr[lane + 8] : -INFINITY, zmax = za;
+        int best = lane;
+        if (zb > za) zmax = zb, best = lane + 8;
+        for (int off = 4; off > 0; off /= 2) {
+            float other = __shfl_xor_sync(0xffffffffu, zmax, off, 8);
+            int other_best = __shfl_xor_sync(0xffffffffu, best, off, 8);
+            if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
+        }
+        float ea = row ? expf(za - zmax) : 0.0f, eb = two ? expf(zb - zmax) : 0.0f, sum = ea + eb;
+        for (int off = 4; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off, 8);
+        sum = __shfl_sync(0xffffffffu, sum, 0, 8);
+        float zlabel = __shfl_sync(0xffffffffu, label < 8 ? za : zb, label % 8, 8);
+        if (row && group == 0 && lane == 0) {
+            atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
+            if (best == label) atomicAdd(&sm.correct, 1);
+        }
+        if (a.train && row) {
+            float da = (ea / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
+            zr[lane] = da;
+            if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane] = da;
+            if (two) {
+                float db = (eb / sum - (lane + 8 == label ? 1.0f : 0.0f)) / (float)rows;
+                zr[lane + 8] = db;
+                if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane + 8] = db;
+            }
+        }
+    }
+}
+
 /* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
- * softmax, the loss, and when training dz2 = (p - onehot) / rows. First every thread loads
- * the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2 in
- * sm.dz2: one round trip to L2, not one a row. Then half a warp a row, lane c of the half
- * class c (lanes 10-15 only take part in the shuffles), with the output layer's shuffles
- * (kernels.cuh) four deep instead of five; a warp a row, as before, left each warp four rows
- * to do one after the other at batch 256, chains of shuffles that nothing else hid. Only
- * cluster 0 counts the loss and the correct rows (every cluster computes the same). */
+ * then the softmax, the loss, and when training dz2 (pst_softmax_rows). First every thread
+ * loads the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2
+ * in sm.dz2: one round trip to L2, not one a row. */
 template <typename S>
 static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group,
                                                    int groups, int buf, bool record)
@@ -263,25 +306,7 @@ static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstAr
     for (int j = 0; j < MINE; j++)
         if (threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES) sm.dz2[threadIdx.x + j * PST_THREADS] = z[j];
     __syncthreads();
-    /* two rows a warp at a time: lanes 0-15 one, lanes 16-31 the next */
-    const int warp = threadIdx.x / 32, half = threadIdx.x % 32 / 16, lane = threadIdx.x % 16;
-    for (int base = 2 * warp; base < o.n; base += 2 * (PST_THREADS / 32)) {
-        const int rl = base + half, r = o.r0 + rl;
-        const bool row = rl < o.n, mine = row && lane < MLP_CLASSES;
-        int label = row ? sm.y[rl] : 0, c = mine ? lane : 0, best = c;
-        float zc = mine ? sm.dz2[rl * MLP_CLASSES + c] : 0.0f; /* lane c alone reads and writes element c */
-        float zmax, e, sum, zlabel;
-        mlp_softmax_row<16>(zc, mine, label, zmax, best, e, sum, zlabel);
-        if (row && group == 0 && lane == 0) {
-            atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
-            if (best == label) atomicAdd(&sm.correct, 1);
-        }
-        if (a.train && mine) {
-            float d = (e / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
-            sm.dz2[rl * MLP_CLASSES + lane] = d;
-            if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane] = d;
-        }
-    }
+    pst_softmax_rows(sm, a, o, rows, group, record);
 }
 
 /* The block's share of the small gradients over its rows, and their dz1 in place of z1:
