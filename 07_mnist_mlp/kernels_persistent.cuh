@@ -30,10 +30,10 @@
  *                     dW2, db1, db2; dz1 = relu'(z1) (dz2 W2^T) for its rows, stored into
  *                     all 8 blocks' shared memory (the dW1 product's operand)
  *      -- cluster barrier --
- *   small_step        W2, b1, b2 stepped from the 8 blocks' shares: every block of the
- *                     cluster adds the same numbers in the same order, so every copy stays
- *                     the same (and b2, whose gradient every cluster sums alike, in every
- *                     cluster)
+ *   small_step        W2, b1, b2 stepped from the 8 blocks' shares, an eighth by each
+ *                     block, which stores the new weights into all 8 (so every copy stays
+ *                     the same; b2, whose gradient every cluster sums alike, in every
+ *                     cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
  *                     next batch's slice of x, its loads issued before the product
  *
