@@ -17,10 +17,11 @@ struct PstProduct<MlpFp32> {
     static constexpr int UG = PST_UNITS / 8;    /* dW1's groups of 8 units: 9 */
     float v[4][8]; /* velocity of pixels 4 pg + i, units 8 ug + j (thread UG pg + ug) */
 
-    /* A row of the batch on its way in: the slice's bytes, 4 a word (its start is a
-       multiple of 4 bytes: no wider load is aligned) */
+    /* A row of the batch on its way in: the 16-byte words that hold the slice's bytes (its
+       start is a multiple of 4 bytes, so skip words of 4 come first) */
     struct Row {
-        unsigned word[MAX_SLICE / 4];
+        uint4 chunk[(MAX_SLICE + 12 + 15) / 16];
+        int skip;
     };
 
     /* dW1's thread tile: thread t owns pixels 4 (t / 9) .., units 8 (t % 9) ..; threads
@@ -108,68 +109,131 @@ struct PstProduct<MlpFp32> {
         }
     }
 
+    /* dW1's product tile: thread (h, pg, ug) owns pixels 8 pg .. 8 pg + 7 by units 4 ug ..,
+       32 + 4 ug .. (4 each) and 64 + ug (the forward's 9-unit pattern) over half h of the
+       batch rows: 13 groups of 8 pixels (the last half empty for a 100-pixel slice) x 8 x 2
+       halves = 208 threads. Each half's sums: DW_PIXELS x 72 floats. */
+    static constexpr int DW_GROUPS = (MAX_SLICE + 7) / 8, DW_HALF = DW_GROUPS * 8, DW_PIXELS = DW_GROUPS * 8;
+    static_assert(2 * DW_HALF <= PST_THREADS, "two halves of the rows");
+    static_assert(2 * DW_PIXELS * PST_UNITS <= PST_MAX_ROWS * X_ROW, "both halves' sums fit in x");
+
     /* dW1 of the slice from x and dz1 (rows x 72, D_ROW floats a row), then the SGD step of
-       the thread's 4 x 8 weights in w1s: per batch row, 3 float4 loads for 32 FMAs. */
-    __device__ __forceinline__ void dw1_step(const T *xs, const void *dz1, T *w1s, int ks, int rows, float lr,
-                                             float mu)
+       the thread's 4 x 8 weights in w1s. Shared memory serves a warp's 128-bit loads a
+       quarter-warp (8 threads) at a time, so a warp pays one wavefront per quarter and per
+       load at best, whatever the threads share: a thread tile of a x b costs a + b
+       wavefronts a warp and row for a b FMA instructions, and the SM issues 4 FMA
+       instructions to 1 wavefront. The velocity's tile (4 x 8: 12 wavefronts for 32 FMAs,
+       and its 8 units at 32-byte strides put threads 0, 4 and 8 of a quarter on the same
+       banks: 20 wavefronts) left the FMA pipe 29% busy (Nsight Compute, this product alone).
+       So the product takes 8 x 9 tiles (17 wavefronts for 72 FMAs: 4.2), each quarter-warp
+       one pixel group (x: one address, a broadcast) and its 8 unit groups 16 bytes apart
+       (no two on the same banks), over half of the rows each; the two halves' sums meet in
+       x's shared memory (free once the product has read it, and refilled with the next
+       batch after), where the velocity's owners add them in order and step. The phase
+       (dW1_step_next_x) went from 24.3 to 16.1 us a step at batch 256 on an H200. */
+    __device__ __forceinline__ void dw1_step(T *xs, const void *dz1, T *w1s, int ks, int rows, float lr, float mu)
     {
-        if (!owns_dw1(ks)) return;
-        const float4 *xs4 = (const float4 *)xs;
         const float *d = (const float *)dz1;
-        int pg = threadIdx.x / UG, ug = threadIdx.x % UG;
-        float acc[4][8];
+        const int t = threadIdx.x, h = t / DW_HALF, pg = t % DW_HALF / 8, ug = t % 8;
+        const bool tile = h < 2 && 8 * pg < ks, full = 8 * pg + 8 <= ks;
+        const int half = (rows + 1) / 2, r0 = h * half, r1 = r0 + half < rows ? r0 + half : rows;
+        float acc[8][9];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 8; i++)
 #pragma unroll
-            for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+            for (int j = 0; j < 9; j++) acc[i][j] = 0.0f;
+        if (tile) {
 #pragma unroll 2
-        for (int r = 0; r < rows; r++) {
-            float4 xa = xs4[r * (X_ROW / 4) + pg];
-            float4 da = *(const float4 *)(d + r * D_ROW + 8 * ug), db = *(const float4 *)(d + r * D_ROW + 8 * ug + 4);
-            const float x[4] = {xa.x, xa.y, xa.z, xa.w}, dz[8] = {da.x, da.y, da.z, da.w, db.x, db.y, db.z, db.w};
+            for (int r = r0; r < r1; r++) {
+                const float4 *xr = (const float4 *)(xs + r * X_ROW + 8 * pg);
+                const float *dr = d + r * D_ROW;
+                float4 xa = xr[0], xb = full ? xr[1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                float4 da = *(const float4 *)(dr + 4 * ug), db = *(const float4 *)(dr + 32 + 4 * ug);
+                const float x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+                const float dz[9] = {da.x, da.y, da.z, da.w, db.x, db.y, db.z, db.w, dr[64 + ug]};
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+                for (int i = 0; i < 8; i++)
 #pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(x[i], dz[j], acc[i][j]);
+                    for (int j = 0; j < 9; j++) acc[i][j] = fmaf(x[i], dz[j], acc[i][j]);
+            }
         }
+        __syncthreads(); /* x read: its space holds the two halves' sums, g[h][pixel][unit] */
+        float *g = xs + (size_t)h * DW_PIXELS * PST_UNITS;
+        if (tile)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float *o = g + (8 * pg + i) * PST_UNITS;
+                *(float4 *)(o + 4 * ug) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+                *(float4 *)(o + 32 + 4 * ug) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+                o[64 + ug] = acc[i][8];
+            }
+        __syncthreads();
+        if (!owns_dw1(ks)) return;
+        int vg = threadIdx.x / UG, vu = threadIdx.x % UG;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            float4 *w = (float4 *)(w1s + (4 * pg + i) * W_ROW + 8 * ug);
+            const float *g0 = xs + (4 * vg + i) * PST_UNITS + 8 * vu, *g1 = g0 + DW_PIXELS * PST_UNITS;
+            float4 *w = (float4 *)(w1s + (4 * vg + i) * W_ROW + 8 * vu);
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float4 old = w[h];
+            for (int q = 0; q < 2; q++) {
+                float4 a = *(const float4 *)(g0 + 4 * q), b = *(const float4 *)(g1 + 4 * q), old = w[q];
+                const float sum[4] = {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
                 float nw[4] = {old.x, old.y, old.z, old.w};
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    int j = 4 * h + e;
-                    v[i][j] = fmaf(mu, v[i][j], acc[i][j]);
+                    int j = 4 * q + e;
+                    v[i][j] = fmaf(mu, v[i][j], sum[e]);
                     nw[e] -= lr * v[i][j];
                 }
-                w[h] = make_float4(nw[0], nw[1], nw[2], nw[3]);
+                w[q] = make_float4(nw[0], nw[1], nw[2], nw[3]);
             }
         }
     }
 
-    /* Batch row r's slice: its image's bytes k0 .. k0 + ks, loaded ahead ... */
+    /* Batch row r's slice: its image's bytes k0 .. k0 + ks, loaded ahead in the 16-byte words
+       that hold them (up to 7; an image's 784 bytes start on 16). Loaded 4 bytes at a time,
+       25 loads a thread filled the load queue: the phase that issues them (small_step) took
+       1.8 us a step at batch 256 against 1.0 now, on an H200. */
     static __device__ __forceinline__ void fetch(Row &row, const unsigned char *image, int k0, int ks)
     {
-        pst_fetch_words(row.word, image, k0, ks);
+        const uint4 *src = (const uint4 *)(image + (k0 & ~15));
+        int n = ((k0 & 15) + ks + 15) / 16;
+        row.skip = (k0 & 15) / 4;
+#pragma unroll
+        for (int i = 0; i < (int)(sizeof(row.chunk) / 16); i++)
+            if (i < n) row.chunk[i] = __ldg(src + i);
     }
 
-    /* ... and into x, normalized as p * scale + shift (valid false: zeros, a row past the batch). */
+    /* ... and into x, normalized as p * scale + shift: word i of the slice is word i + SKIP of
+       the row (SKIP a constant, so the words stay in registers). */
+    template <int SKIP>
+    static __device__ __forceinline__ void put_words(float4 *xs4, const Row &row, int ks, float scale, float shift)
+    {
+#pragma unroll
+        for (int i = 0; i < MAX_SLICE / 4; i++) {
+            if (4 * i >= ks) break;
+            const uint4 c = row.chunk[(i + SKIP) / 4];
+            const int e = (i + SKIP) % 4;
+            unsigned w = e == 0 ? c.x : e == 1 ? c.y : e == 2 ? c.z : c.w;
+            xs4[i] = make_float4(fmaf((float)(w & 255u), scale, shift), fmaf((float)((w >> 8) & 255u), scale, shift),
+                                 fmaf((float)((w >> 16) & 255u), scale, shift), fmaf((float)(w >> 24), scale, shift));
+        }
+    }
+
+    /* (valid false: zeros, a row past the batch) */
     static __device__ __forceinline__ void put(T *xs, int r, const Row &row, int ks, bool valid, float scale,
                                                float shift)
     {
         float4 *xs4 = (float4 *)xs + r * (X_ROW / 4);
-#pragma unroll
-        for (int i = 0; i < MAX_SLICE / 4; i++) {
-            if (4 * i >= ks) break;
-            unsigned w = valid ? row.word[i] : 0u;
-            xs4[i] = valid ? make_float4(fmaf((float)(w & 255u), scale, shift),
-                                         fmaf((float)((w >> 8) & 255u), scale, shift),
-                                         fmaf((float)((w >> 16) & 255u), scale, shift),
-                                         fmaf((float)(w >> 24), scale, shift))
-                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (!valid) {
+            for (int i = 0; 4 * i < ks; i++) xs4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            return;
+        }
+        switch (row.skip) {
+        case 0: put_words<0>(xs4, row, ks, scale, shift); break;
+        case 1: put_words<1>(xs4, row, ks, scale, shift); break;
+        case 2: put_words<2>(xs4, row, ks, scale, shift); break;
+        default: put_words<3>(xs4, row, ks, scale, shift); break;
         }
     }
 

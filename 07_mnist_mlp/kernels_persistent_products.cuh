@@ -19,10 +19,12 @@
  *   PstProduct<MlpFp32>   fp32 FMAs; slices of 96 or 100 pixels (the most that fit beside
  *                         the rest in 227 KB). Forward: a thread owns 8 rows x 9 units
  *                         (per 4 pixels, 8 float4 of x and 12 loads of W1 for 288 FMAs).
- *                         dW1: a thread owns 4 pixels x 8 units, 32 FMAs per batch row for
- *                         3 float4 loads; its 32 velocities stay in its registers. x is
- *                         stored row by row (k contiguous) in rows of 100 floats, so the 4
- *                         rows a warp reads at once start 4 banks apart.
+ *                         dW1: a thread owns 8 pixels x 9 units over half of the batch
+ *                         rows (the forward's 9-unit pattern: 72 FMAs per row for 4 float4
+ *                         loads and 1 float), the halves summed in x's space; the velocity
+ *                         stays in the registers of 225 threads, 4 pixels x 8 units each.
+ *                         x is stored row by row (k contiguous) in rows of 100 floats, so
+ *                         the 4 rows a warp reads at once start 4 banks apart.
  *   PstProduct<MlpBf16>   mma.sync m16n8k16 on bf16 operands (chapter 05, tc_mma.cuh);
  *                         slices of 96 or 112 pixels (whole k-steps). Forward: a warp owns
  *                         32 rows x 72 units (9 n-tiles); A from x with ldmatrix, B from W1
@@ -75,8 +77,8 @@ static inline __host__ __device__ PstSplit pst_split(int rows, int granule)
 template <typename S>
 struct PstProduct;
 
-/* A batch row's bytes k0 .. k0 + ks of its image, loaded ahead in words of type W (4 bytes
- * for fp32's slices, which start on 4-byte boundaries; 16 for bf16's). */
+/* A batch row's bytes k0 .. k0 + ks of its image, loaded ahead in words of type W (bf16's
+ * slices start on 16-byte boundaries; fp32's, on 4, load the 16-byte words around them). */
 template <typename W, int N>
 static __device__ __forceinline__ void pst_fetch_words(W (&words)[N], const unsigned char *image, int k0, int ks)
 {
