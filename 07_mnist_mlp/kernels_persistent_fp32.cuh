@@ -24,8 +24,8 @@ struct PstProduct<MlpFp32> {
         int skip;
     };
 
-    /* dW1's thread tile: thread t owns pixels 4 (t / 9) .., units 8 (t % 9) ..; threads
-       past the slice's ks / 4 groups have none */
+    /* The velocity's tile (W1's SGD step, after the dW1 product): thread t owns pixels
+       4 (t / 9) .., units 8 (t % 9) ..; threads past the slice's ks / 4 groups have none */
     static __device__ __forceinline__ bool owns_dw1(int ks) { return (int)threadIdx.x < UG * (ks / 4); }
 
     /* The slice of W1 into shared memory (units past H: 0), its velocity into registers. */
