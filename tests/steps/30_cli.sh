@@ -40,3 +40,16 @@ for ch in $CHAPTERS; do
         expect_usage_error "$(basename "$bin") $args" "$bin" $args
     done < "$ROOT/$ch/bad_args.txt"
 done
+
+# Chapter 07's second binary, products_alone (the persistent trainers' two products alone,
+# for Nsight Compute): --help, and the same kinds of bad input.
+pa="$ROOT/07_mnist_mlp/products_alone"
+if [ -x "$pa" ]; then
+    if "$pa" --help | grep -q '^usage: '; then echo "PASS products_alone --help"; else echo "FAIL products_alone --help"; fi
+    for args in "-n -5" "-n abc" "-n 257" "-n" "-n 1,,2" "--bogus" "--kernel nosuch" "--kernel" "--reps 0" "--reps"; do
+        # shellcheck disable=SC2086
+        expect_usage_error "products_alone $args" "$pa" $args
+    done
+elif [ -d "$ROOT/07_mnist_mlp" ]; then
+    echo "FAIL cli products_alone: $pa was not built"
+fi
