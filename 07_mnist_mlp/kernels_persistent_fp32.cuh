@@ -109,60 +109,69 @@ struct PstProduct<MlpFp32> {
         }
     }
 
-    /* dW1's product tile: thread (h, pg, ug) owns pixels 8 pg .. 8 pg + 7 by units 4 ug ..,
-       32 + 4 ug .. (4 each) and 64 + ug (the forward's 9-unit pattern) over half h of the
-       batch rows: 13 groups of 8 pixels (the last half empty for a 100-pixel slice) x 8 x 2
-       halves = 208 threads. Each half's sums: DW_PIXELS x 72 floats. */
-    static constexpr int DW_GROUPS = (MAX_SLICE + 7) / 8, DW_HALF = DW_GROUPS * 8, DW_PIXELS = DW_GROUPS * 8;
-    static_assert(2 * DW_HALF <= PST_THREADS, "two halves of the rows");
-    static_assert(2 * DW_PIXELS * PST_UNITS <= PST_MAX_ROWS * X_ROW, "both halves' sums fit in x");
+    /* dW1's product tile: thread (h, pg, ug) owns pixels 10 pg .. 10 pg + 9 by units 4 ug ..,
+       32 + 4 ug .. (4 each) and 64 + ug (the forward's 9-unit pattern) over third h of the
+       batch rows: 10 groups of 10 pixels x 8 x 3 thirds = 240 threads. Each third's sums:
+       MAX_SLICE x 72 floats. (A 96-pixel slice's last group reads 4 pixels past it, which
+       put() leaves at 0; their sums are never read.) */
+    static constexpr int DW_PARTS = 3, DW_PX = 10, DW_GROUPS = MAX_SLICE / DW_PX, DW_PART = DW_GROUPS * 8;
+    static_assert(DW_GROUPS * DW_PX == MAX_SLICE && DW_PARTS * DW_PART <= PST_THREADS, "three parts of the rows");
+    static_assert(DW_PARTS * MAX_SLICE * PST_UNITS <= PST_MAX_ROWS * X_ROW, "the parts' sums fit in x");
 
     /* dW1 of the slice from x and dz1 (rows x 72, D_ROW floats a row), then the SGD step of
-       the thread's 4 x 8 weights in w1s. Shared memory serves a warp's 128-bit loads a
-       quarter-warp (8 threads) at a time, so a warp pays one wavefront per quarter and per
-       load at best, whatever the threads share: a thread tile of a x b costs a + b
-       wavefronts a warp and row for a b FMA instructions, and the SM issues 4 FMA
-       instructions to 1 wavefront. The velocity's tile (4 x 8: 12 wavefronts for 32 FMAs,
-       and its 8 units at 32-byte strides put threads 0, 4 and 8 of a quarter on the same
-       banks: 20 wavefronts) left the FMA pipe 29% busy (Nsight Compute, this product alone).
-       So the product takes 8 x 9 tiles (17 wavefronts for 72 FMAs: 4.2), each quarter-warp
-       one pixel group (x: one address, a broadcast) and its 8 unit groups 16 bytes apart
-       (no two on the same banks), over half of the rows each; the two halves' sums meet in
-       x's shared memory (free once the product has read it, and refilled with the next
-       batch after), where the velocity's owners add them in order and step. The phase
-       (dW1_step_next_x) went from 24.3 to 16.1 us a step at batch 256 on an H200. */
+       the thread's 4 x 8 weights in w1s. Shared memory serves a warp's loads 128 bytes (one
+       wavefront) at a time: a quarter-warp's 16-byte loads, a half-warp's 8-byte ones, so a
+       warp pays one wavefront per 4 bytes a thread loads, whatever the threads share: a
+       thread tile of a x b costs a + b wavefronts a warp and row for a b FMA instructions,
+       and the SM issues 4 FMA instructions to 1 wavefront. The velocity's tile (4 x 8: 12
+       wavefronts for 32 FMAs, and its 8 units at 32-byte strides put threads 0, 4 and 8 of
+       a quarter on the same banks: 20) left the FMA pipe 29% busy (Nsight Compute, this
+       product alone). So the product takes 10 x 9 tiles (19 wavefronts for 90 FMAs: 4.7),
+       a quarter-warp on one pixel group (x: one address, a broadcast) and its 8 unit groups
+       16 bytes apart (no two on the same banks), over a third of the rows each; the thirds'
+       sums meet in x's shared memory (free once the product has read it, and refilled with
+       the next batch after), where the velocity's owners add them in order and step.
+       dW1_step_next_x went from 24.3 to 16.1 us a step at batch 256 on an H200 with 8 x 9
+       tiles over two halves of the rows (208 threads, 4.2 FMAs a wavefront), and to 14.7
+       with these (240 threads). */
     __device__ __forceinline__ void dw1_step(T *xs, const void *dz1, T *w1s, int ks, int rows, float lr, float mu)
     {
         const float *d = (const float *)dz1;
-        const int t = threadIdx.x, h = t / DW_HALF, pg = t % DW_HALF / 8, ug = t % 8;
-        const bool tile = h < 2 && 8 * pg < ks, full = 8 * pg + 8 <= ks;
-        const int half = (rows + 1) / 2, r0 = h * half, r1 = r0 + half < rows ? r0 + half : rows;
-        float acc[8][9];
+        const int t = threadIdx.x, h = t / DW_PART, pg = t % DW_PART / 8, ug = t % 8;
+        const bool tile = h < DW_PARTS && DW_PX * pg < ks;
+        const int third = (rows + DW_PARTS - 1) / DW_PARTS, r0 = h * third;
+        const int r1 = r0 + third < rows ? r0 + third : rows;
+        float acc[DW_PX][9];
 #pragma unroll
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < DW_PX; i++)
 #pragma unroll
             for (int j = 0; j < 9; j++) acc[i][j] = 0.0f;
         if (tile) {
 #pragma unroll 2
             for (int r = r0; r < r1; r++) {
-                const float4 *xr = (const float4 *)(xs + r * X_ROW + 8 * pg);
+                const float2 *xr = (const float2 *)(xs + r * X_ROW + DW_PX * pg);
                 const float *dr = d + r * D_ROW;
-                float4 xa = xr[0], xb = full ? xr[1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                float x[DW_PX];
+#pragma unroll
+                for (int i = 0; i < DW_PX / 2; i++) {
+                    float2 v2 = xr[i];
+                    x[2 * i] = v2.x;
+                    x[2 * i + 1] = v2.y;
+                }
                 float4 da = *(const float4 *)(dr + 4 * ug), db = *(const float4 *)(dr + 32 + 4 * ug);
-                const float x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
                 const float dz[9] = {da.x, da.y, da.z, da.w, db.x, db.y, db.z, db.w, dr[64 + ug]};
 #pragma unroll
-                for (int i = 0; i < 8; i++)
+                for (int i = 0; i < DW_PX; i++)
 #pragma unroll
                     for (int j = 0; j < 9; j++) acc[i][j] = fmaf(x[i], dz[j], acc[i][j]);
             }
         }
-        __syncthreads(); /* x read: its space holds the two halves' sums, g[h][pixel][unit] */
-        float *g = xs + (size_t)h * DW_PIXELS * PST_UNITS;
+        __syncthreads(); /* x read: its space holds the thirds' sums, g[h][pixel][unit] */
+        float *g = xs + (size_t)h * MAX_SLICE * PST_UNITS;
         if (tile)
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float *o = g + (8 * pg + i) * PST_UNITS;
+            for (int i = 0; i < DW_PX; i++) {
+                float *o = g + (DW_PX * pg + i) * PST_UNITS;
                 *(float4 *)(o + 4 * ug) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
                 *(float4 *)(o + 32 + 4 * ug) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
                 o[64 + ug] = acc[i][8];
@@ -172,12 +181,14 @@ struct PstProduct<MlpFp32> {
         int vg = threadIdx.x / UG, vu = threadIdx.x % UG;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const float *g0 = xs + (4 * vg + i) * PST_UNITS + 8 * vu, *g1 = g0 + DW_PIXELS * PST_UNITS;
+            const float *g0 = xs + (4 * vg + i) * PST_UNITS + 8 * vu, *g1 = g0 + MAX_SLICE * PST_UNITS;
+            const float *g2 = g1 + MAX_SLICE * PST_UNITS;
             float4 *w = (float4 *)(w1s + (4 * vg + i) * W_ROW + 8 * vu);
 #pragma unroll
             for (int q = 0; q < 2; q++) {
-                float4 a = *(const float4 *)(g0 + 4 * q), b = *(const float4 *)(g1 + 4 * q), old = w[q];
-                const float sum[4] = {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
+                float4 a = *(const float4 *)(g0 + 4 * q), b = *(const float4 *)(g1 + 4 * q);
+                float4 c = *(const float4 *)(g2 + 4 * q), old = w[q];
+                const float sum[4] = {a.x + b.x + c.x, a.y + b.y + c.y, a.z + b.z + c.z, a.w + b.w + c.w};
                 float nw[4] = {old.x, old.y, old.z, old.w};
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
@@ -226,7 +237,7 @@ struct PstProduct<MlpFp32> {
     {
         float4 *xs4 = (float4 *)xs + r * (X_ROW / 4);
         if (!valid) {
-            for (int i = 0; 4 * i < ks; i++) xs4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = 0; i < X_ROW / 4; i++) xs4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             return;
         }
         switch (row.skip) {
@@ -235,6 +246,7 @@ struct PstProduct<MlpFp32> {
         case 2: put_words<2>(xs4, row, ks, scale, shift); break;
         default: put_words<3>(xs4, row, ks, scale, shift); break;
         }
+        if (ks < X_ROW) xs4[ks / 4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dW1's last 10 pixels */
     }
 
     /* dz1 row r, units 4 c4 .. 4 c4 + 3, into the product's operand in a block of the

@@ -19,9 +19,10 @@
  *   PstProduct<MlpFp32>   fp32 FMAs; slices of 96 or 100 pixels (the most that fit beside
  *                         the rest in 227 KB). Forward: a thread owns 8 rows x 9 units
  *                         (per 4 pixels, 8 float4 of x and 12 loads of W1 for 288 FMAs).
- *                         dW1: a thread owns 8 pixels x 9 units over half of the batch
- *                         rows (the forward's 9-unit pattern: 72 FMAs per row for 4 float4
- *                         loads and 1 float), the halves summed in x's space; the velocity
+ *                         dW1: a thread owns 10 pixels x 9 units over a third of the
+ *                         batch rows (the forward's 9-unit pattern: 90 FMAs per row for 5
+ *                         float2 loads of x, 2 float4 and 1 float of dz1), the thirds
+ *                         summed in x's space; the velocity
  *                         stays in the registers of 225 threads, 4 pixels x 8 units each.
  *                         x is stored row by row (k contiguous) in rows of 100 floats, so
  *                         the 4 rows a warp reads at once start 4 banks apart.
