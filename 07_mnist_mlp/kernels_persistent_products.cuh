@@ -22,10 +22,10 @@
  *                         dW1: a thread owns 10 pixels x 9 units over a third of the
  *                         batch rows (the forward's 9-unit pattern: 90 FMAs per row for 5
  *                         float2 loads of x, 2 float4 and 1 float of dz1), the thirds
- *                         summed in x's space; the velocity
- *                         stays in the registers of 225 threads, 4 pixels x 8 units each.
- *                         x is stored row by row (k contiguous) in rows of 100 floats, so
- *                         the 4 rows a warp reads at once start 4 banks apart.
+ *                         summed in x's space; the velocity stays in the registers of 225
+ *                         threads, 4 pixels x 8 units each. x is stored row by row (k
+ *                         contiguous) in rows of 100 floats, so the 4 rows a warp reads at
+ *                         once start 4 banks apart.
  *   PstProduct<MlpBf16>   mma.sync m16n8k16 on bf16 operands (chapter 05, tc_mma.cuh);
  *                         slices of 96 or 112 pixels (whole k-steps). Forward: a warp owns
  *                         32 rows x 72 units (9 n-tiles); A from x with ldmatrix, B from W1

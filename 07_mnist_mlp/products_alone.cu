@@ -12,7 +12,7 @@
  *   ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:product_alone \
  *       --section WarpStateStats ./products_alone --kernel fp32_dw1
  *
- * persistent_records.txt section 16 is what it measured. Needs sm_90 (227 KB of shared
+ * persistent_records.txt sections 16 and 17 are what it measured. Needs sm_90 (227 KB of shared
  * memory a block); elsewhere it says so and exits 0. */
 #include "../common/cuda_utils.cuh"
 #include "kernels_persistent_phases.cuh"
