@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
     pst_load_small(sm, a, u0);
     typename P::Row row;
     int label = 0;
-    pst_fetch_row<S>(row, label, a, 0, pst_rows(a, 0), k0, ks);
+    pst_fetch_row<S>(row, label, a, pst_image(a, 0), k0, ks);
     pst_put_row(sm, row, label, a, pst_rows(a, 0), rank, ks);
     __syncthreads();
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
@@ -107,14 +107,12 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         PST_STAMP(PST_REDUCE);
         pst_grid_sync(a.barrier, gridDim.x * (unsigned)(s + 1));
         PST_STAMP(PST_GRID_WAIT);
+        /* the image of the next step's row, which the fetch in small_step waits for */
+        const int ahead = pst_image(a, s + 1);
         /* softmax_backward */
         pst_softmax(sm, a, o, rows, group, groups, buf, record);
         __syncthreads();
-        if (group == 0 && threadIdx.x == 0) {
-            atomicAdd(a.train ? a.loss + s : a.loss, sm.loss);
-            if (!a.train) atomicAdd(a.correct, sm.correct);
-            sm.loss = 0.0f, sm.correct = 0;
-        }
+        if (group == 0 && threadIdx.x == 0) pst_loss_sum(sm, a, s);
         if (a.train) {
             pst_backward_small(sm, o, rows);
             tc_cluster_sync();
@@ -125,7 +123,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         /* dW1_step_next_x: the next batch's loads in flight during the product */
         const bool next = s + 1 < a.steps;
         const int next_rows = next ? pst_rows(a, s + 1) : 0;
-        if (next) pst_fetch_row<S>(row, label, a, s + 1, next_rows, k0, ks);
+        if (next) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
         if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu);

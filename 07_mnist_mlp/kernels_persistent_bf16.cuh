@@ -45,7 +45,7 @@ struct PstProduct<MlpBf16> {
         for (int j = 0; j < NT; j++)
 #pragma unroll
             for (int e = 0; e < 4; e += 2)
-                *(unsigned *)(w1s + acc_pixel(e) * W_ROW + acc_unit(j, e)) = mlp_pack_bf16x2(w[j][e], w[j][e + 1]);
+                *(unsigned *)(w1s + acc_pixel(e) * W_ROW + acc_unit(j, e)) = MlpBf16::pack2(w[j][e], w[j][e + 1]);
     }
 
     /* Where accumulator element (j, e) lies in W1 (hidden floats a row); false past its last unit. */
@@ -193,10 +193,10 @@ struct PstProduct<MlpBf16> {
             unsigned out[8];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                out[2 * i] = mlp_pack_bf16x2(fmaf((float)(wd[i] & 255u), scale, shift),
-                                             fmaf((float)((wd[i] >> 8) & 255u), scale, shift));
-                out[2 * i + 1] = mlp_pack_bf16x2(fmaf((float)((wd[i] >> 16) & 255u), scale, shift),
-                                                 fmaf((float)(wd[i] >> 24), scale, shift));
+                out[2 * i] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 0), scale, shift),
+                                      fmaf(pst_byte_float(wd[i], 1), scale, shift));
+                out[2 * i + 1] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 2), scale, shift),
+                                          fmaf(pst_byte_float(wd[i], 3), scale, shift));
             }
             dst[2 * c] = make_uint4(out[0], out[1], out[2], out[3]);
             dst[2 * c + 1] = make_uint4(out[4], out[5], out[6], out[7]);
@@ -206,7 +206,7 @@ struct PstProduct<MlpBf16> {
     static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int c4, float4 v)
     {
         asm volatile("st.shared::cluster.v2.b32 [%0], {%1, %2};\n" ::"r"(dz1 + 2 * (uint32_t)(r * D_ROW + 4 * c4)),
-                     "r"(mlp_pack_bf16x2(v.x, v.y)), "r"(mlp_pack_bf16x2(v.z, v.w)) : "memory");
+                     "r"(MlpBf16::pack2(v.x, v.y)), "r"(MlpBf16::pack2(v.z, v.w)) : "memory");
     }
 };
 

@@ -222,8 +222,8 @@ struct PstProduct<MlpFp32> {
             const uint4 c = row.chunk[(i + SKIP) / 4];
             const int e = (i + SKIP) % 4;
             unsigned w = e == 0 ? c.x : e == 1 ? c.y : e == 2 ? c.z : c.w;
-            xs4[i] = make_float4(fmaf((float)(w & 255u), scale, shift), fmaf((float)((w >> 8) & 255u), scale, shift),
-                                 fmaf((float)((w >> 16) & 255u), scale, shift), fmaf((float)(w >> 24), scale, shift));
+            xs4[i] = make_float4(fmaf(pst_byte_float(w, 0), scale, shift), fmaf(pst_byte_float(w, 1), scale, shift),
+                                 fmaf(pst_byte_float(w, 2), scale, shift), fmaf(pst_byte_float(w, 3), scale, shift));
         }
     }
 

@@ -56,8 +56,8 @@ struct PstShared {
     float gsplit[PST_ROW_GROUPS - 1][PST_UNITS * (MLP_CLASSES + 1)]; /* gW2 | gb1 */
     alignas(16) float dz2[PST_OWN_ROWS * MLP_CLASSES]; /* read in pairs (float2) */
     int y[PST_OWN_ROWS];
-    float loss;
-    int correct;
+    float loss[PST_THREADS / 32]; /* each warp's sum of its rows' losses (cluster 0) */
+    int correct[PST_THREADS / 32];
 };
 static_assert(PST_MAX_ROWS * PstProduct<MlpBf16>::D_ROW * 2 <= PST_MAX_ROWS * PST_UNITS * 4, "bf16 dz1 fits in part");
 
@@ -86,16 +86,24 @@ static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
 
 /* ------------------------------------------------------------------ the batch */
 
-/* Thread r's row of a batch (step s's row r), loaded ahead: its slice's pixels, its label. */
-template <typename S>
-static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
-                                                     int s, int rows, int k0, int ks)
+/* The image of thread r's batch row at step s, or -1 past the epoch or the batch. The
+ * kernel loads it right after the grid barrier of step s - 1, two phases before it fetches
+ * the row's pixels (small_step), which need it: loaded there, it made small_step wait for one
+ * more round trip to memory (persistent_records.txt section 18a). */
+static __device__ __forceinline__ int pst_image(const PstArgs &a, int s)
 {
     int r = threadIdx.x;
-    if (r >= rows) return;
-    int img = a.order[s * a.batch + r];
+    return s < a.steps && r < pst_rows(a, s) ? __ldg(a.order + (size_t)s * a.batch + r) : -1;
+}
+
+/* Thread r's row of a batch, loaded ahead: its slice's pixels of image img, its label. */
+template <typename S>
+static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
+                                                     int img, int k0, int ks)
+{
+    if (img < 0) return;
     PstProduct<S>::fetch(row, a.pixels + (size_t)img * IDX_PIXELS, k0, ks);
-    label = a.labels[img];
+    label = __ldg(a.labels + img);
 }
 
 /* ... into x (rows past the batch: zeros, which the products may read) and the labels of
@@ -151,7 +159,6 @@ static __device__ __forceinline__ void pst_load_small(PstShared<S> &sm, const Ps
         sm.b2[t] = t < MLP_CLASSES ? a.params[a.b2 + t] : 0.0f;
         sm.vb2[t] = t < MLP_CLASSES ? a.vel[a.b2 + t] : 0.0f;
     }
-    if (t == 0) sm.loss = 0.0f, sm.correct = 0;
 }
 
 /* ... and back: each rank its range of them (pst_small_range), whose velocities only it
@@ -240,6 +247,8 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
                                                         int group, bool record)
 {
     const int warp = threadIdx.x / 32, quarter = threadIdx.x % 32 / 8, lane = threadIdx.x % 8;
+    float loss = 0.0f; /* lane 0 of each quarter: its rows' */
+    int correct = 0;
     for (int base = 4 * warp; base < o.n; base += 4 * (PST_THREADS / 32)) {
         const int rl = base + quarter, r = o.r0 + rl;
         const bool row = rl < o.n, two = row && lane + 8 < MLP_CLASSES;
@@ -258,8 +267,8 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
         sum = __shfl_sync(0xffffffffu, sum, 0, 8);
         float zlabel = __shfl_sync(0xffffffffu, label < 8 ? za : zb, label % 8, 8);
         if (row && group == 0 && lane == 0) {
-            atomicAdd(&sm.loss, logf(sum) + zmax - zlabel);
-            if (best == label) atomicAdd(&sm.correct, 1);
+            loss += logf(sum) + zmax - zlabel;
+            correct += best == label;
         }
         if (a.train && row) {
             float da = (ea / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
@@ -272,6 +281,28 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
             }
         }
     }
+    if (group != 0) return;
+    /* the warp's four quarters, then one slot a warp (pst_loss_sum adds them in order) */
+    loss += __shfl_xor_sync(0xffffffffu, loss, 8);
+    loss += __shfl_xor_sync(0xffffffffu, loss, 16);
+    correct += __shfl_xor_sync(0xffffffffu, correct, 8);
+    correct += __shfl_xor_sync(0xffffffffu, correct, 16);
+    if (threadIdx.x % 32 == 0) sm.loss[warp] = loss, sm.correct[warp] = correct;
+}
+
+/* Cluster 0's blocks: the step's loss (training) or the test pass's loss and correct rows,
+ * from the warps' slots, in warp order. A shared-memory float atomicAdd compiles to a loop
+ * of compare-and-swap (ATOMS.CAST.SPIN): one a row, 32 of them on one word, cost cluster 0's
+ * blocks about 0.9 us a step (persistent_records.txt section 18d). */
+template <typename S>
+static __device__ __forceinline__ void pst_loss_sum(const PstShared<S> &sm, const PstArgs &a, int s)
+{
+    float loss = 0.0f;
+    int correct = 0;
+#pragma unroll
+    for (int w = 0; w < PST_THREADS / 32; w++) loss += sm.loss[w], correct += sm.correct[w];
+    atomicAdd(a.train ? a.loss + s : a.loss, loss);
+    if (!a.train) atomicAdd(a.correct, correct);
 }
 
 /* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
