@@ -97,10 +97,14 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         const PstSplit sp = pst_split(rows, P::GRANULE);
         /* forward */
         P::forward(sm.xs, sm.w1s, sm.part, ks, sp);
+        if (sp.parts > 1) {
+            __syncthreads();
+            pst_sum_parts(sm.part, sp);
+        }
         tc_cluster_sync();
         PST_STAMP(PST_FORWARD);
         /* reduce_z1_z2, grid_barrier */
-        pst_reduce_z1(sm, a, o, sp, u0, record);
+        pst_reduce_z1(sm, a, o, u0, record);
         __syncthreads();
         pst_z2_share(sm, a, o, group, groups, buf);
         __syncthreads();

@@ -183,28 +183,43 @@ static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const P
 
 /* ------------------------------------------------------------------ reduce_z1_z2 */
 
-/* z1 of this rank's rows: b1 plus every block's partial sums (part by part, each in rank
- * order), into own; on the step --check reads, also into z1_last. The 8 blocks' pieces of
- * a float4 are all loaded before any is added: a load from another SM's shared memory takes
- * hundreds of cycles, and one after another they were most of the phase. */
+/* The forward's K split (pst_split: batches of 128 rows or fewer) leaves `parts` partial
+ * sums of `per` rows; each block adds its own, in part order, into part 0 before the
+ * cluster barrier, so that the cluster's reduction loads one part from every block, not
+ * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
+ * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). */
+static __device__ __forceinline__ void pst_sum_parts(float *part, PstSplit sp)
+{
+    const int n = sp.per * PST_UNITS / 4;
+    float4 *p4 = (float4 *)part;
+    for (int i = threadIdx.x; i < n; i += PST_THREADS) {
+        float4 z = p4[i];
+        for (int p = 1; p < sp.parts; p++) {
+            const float4 v = p4[(size_t)p * n + i];
+            z.x += v.x, z.y += v.y, z.z += v.z, z.w += v.w;
+        }
+        p4[i] = z;
+    }
+}
+
+/* z1 of this rank's rows: b1 plus every block's partial sums (in rank order), into own; on
+ * the step --check reads, also into z1_last. The 8 blocks' pieces of a float4 are all loaded
+ * before any is added: a load from another SM's shared memory takes hundreds of cycles, and
+ * one after another they were most of the phase. */
 template <typename S>
-static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, PstSplit sp, int u0,
-                                                     bool record)
+static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, int u0, bool record)
 {
     constexpr int Q = PST_UNITS / 4;
     for (int i = threadIdx.x; i < o.n * Q; i += PST_THREADS) {
         int rl = i / Q, c4 = i % Q, r = o.r0 + rl;
         float4 z = *(const float4 *)(sm.b1 + 4 * c4);
-        for (int p = 0; p < sp.parts; p++) {
-            size_t at = ((size_t)p * sp.per + r) * PST_UNITS + 4 * c4;
-            float4 v[PST_CLUSTER];
+        const uint32_t at = (uint32_t)(r * PST_UNITS + 4 * c4);
+        float4 v[PST_CLUSTER];
 #pragma unroll
-            for (int peer = 0; peer < PST_CLUSTER; peer++)
-                v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * (uint32_t)at);
+        for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * at);
 #pragma unroll
-            for (int peer = 0; peer < PST_CLUSTER; peer++)
-                z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
-        }
+        for (int peer = 0; peer < PST_CLUSTER; peer++)
+            z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
         *(float4 *)(sm.own + rl * PST_UNITS + 4 * c4) = z;
         if (record) {
             const float zs[4] = {z.x, z.y, z.z, z.w};

@@ -38,7 +38,7 @@
  * At a small batch the forward alone leaves threads idle (32 rows are 4 of the fp32 row
  * tiles, one warp of bf16), so it splits K: `parts` groups of threads take a range of the
  * slice's pixels each and leave `parts` partial sums of `per` rows in `part`, which the
- * cluster's reduction adds with the others (PstSplit). */
+ * block adds into one (pst_sum_parts) before the cluster's reduction (PstSplit). */
 #ifndef CH07_KERNELS_PERSISTENT_PRODUCTS_CUH
 #define CH07_KERNELS_PERSISTENT_PRODUCTS_CUH
 
