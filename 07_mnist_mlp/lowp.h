@@ -3,7 +3,9 @@
  * which also rounds chapter 05's TF32 check inputs), how bf16 values are packed for one wide
  * store, and where the kernels of kernels_tc.cuh write their transposed
  * copies. Plain C: the kernels and the host test tests/host/test_07_lowp.c include the
- * same functions.
+ * same functions, except that the kernels round to bf16 with the GPU's own instruction
+ * (MlpBf16::pack2 in kernels_tc.cuh: the same bits for every finite value, one instruction
+ * for two values where this integer code takes five or six a value).
  *
  *   bf16: 1 sign, 8 exponent, 7 stored mantissa bits (8 significant): fp32's upper half.
  *         Rounded to nearest, ties to even (as __float2bfloat16_rn), the largest relative
