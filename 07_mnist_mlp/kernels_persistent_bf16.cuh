@@ -194,9 +194,9 @@ struct PstProduct<MlpBf16> {
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 out[2 * i] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 0), scale, shift),
-                                      fmaf(pst_byte_float(wd[i], 1), scale, shift));
+                                            fmaf(pst_byte_float(wd[i], 1), scale, shift));
                 out[2 * i + 1] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 2), scale, shift),
-                                          fmaf(pst_byte_float(wd[i], 3), scale, shift));
+                                                fmaf(pst_byte_float(wd[i], 3), scale, shift));
             }
             dst[2 * c] = make_uint4(out[0], out[1], out[2], out[3]);
             dst[2 * c + 1] = make_uint4(out[4], out[5], out[6], out[7]);
