@@ -1,8 +1,8 @@
 /* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch,
  * with the weights on the chip from its first step to its last (steps_persistent.cuh runs it).
- * This file is its loop; the phases are kernels_persistent_phases.cuh (softmax_backward in
- * kernels_persistent_softmax.cuh), the two products kernels_persistent_products.cuh, and how
- * blocks reach each other kernels_persistent_sync.cuh.
+ * This file is its loop; the phases are kernels_persistent_phases.cuh (z2_shares and
+ * softmax_backward in kernels_persistent_softmax.cuh), the two products
+ * kernels_persistent_products.cuh, and how blocks reach each other kernels_persistent_sync.cuh.
  *
  * The three-launch step of `optimized` still hands everything over through memory: each
  * launch reads W1 (3.2 MB) or its velocity from L2 or DRAM, writes what the next one needs,
@@ -26,8 +26,10 @@
  *   reduce_z1_z2      for its rows (an eighth of the batch): z1 = b1 + the 8 blocks' parts,
  *                     read from their shared memory (distributed shared memory); the
  *                     cluster's share of z2, relu(z1) W2[units g], to z2part in memory
- *   grid_barrier      the only one of the step: z2 needs every cluster's share
- *   softmax_backward  z2 = b2 + the 15 shares; softmax, loss, dz2; the block's share of
+ *   z2_shares         z2 = b2 + the 15 clusters' shares of its rows, each stored with its
+ *                     step's number: a block loads them until it has them all (no other
+ *                     barrier between the clusters)
+ *   softmax_backward  softmax, loss, dz2; the block's share of
  *                     dW2, db1, db2; dz1 = relu'(z1) (dz2 W2^T) for its rows, stored into
  *                     all 8 blocks' shared memory (the dW1 product's operand)
  *      -- cluster barrier --
@@ -40,16 +42,20 @@
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
  * is the batch (each block its slice of the pixels: 25 KB at batch 256) and z2's shares
- * (10 KB a cluster). z2part is double-buffered by the step's parity: a block may write step
- * s + 1's share while another still reads step s's, but not step s + 2's (it would have had
- * to pass step s + 1's grid barrier, which waits for everyone).
+ * (20 KB a cluster, each value with its step's number). z2part is double-buffered by the
+ * step's parity: a block may write step s + 1's share while another still reads step s's,
+ * but not step s + 2's (pst_z2_shares says why). Within a cluster, bf16's dz1, stored by
+ * softmax_backward into the other blocks, lands on rows of partial sums another rank reads
+ * (its rows are half as wide), and the next forward overwrites them all: each block arrives
+ * at a cluster barrier once its reduction has read them and waits for the others before
+ * going on (pst_cluster_arrive, _wait).
  *
- * A grid barrier is only safe if every block is running at once: the launch is cooperative
- * (the driver takes that with clusters), and steps_persistent.cuh refuses shapes whose grid
- * cannot be resident (cudaOccupancyMaxActiveClusters), GPUs without clusters (before
- * sm_90), and batches over 256 rows (the shared memory is sized for them). The test pass
- * runs the same kernel with train = 0: forward, reduce, barrier, softmax and the count of
- * correct rows.
+ * Blocks that wait for each other's shares are only safe if every block is running at
+ * once: the launch is cooperative (the driver takes that with clusters), and
+ * steps_persistent.cuh refuses shapes whose grid cannot be resident
+ * (cudaOccupancyMaxActiveClusters), GPUs without clusters (before sm_90), and batches over
+ * 256 rows (the shared memory is sized for them). The test pass runs the same kernel with
+ * train = 0: forward, reduce, z2's shares, softmax and the count of correct rows.
  *
  * x is normalized as p * scale + shift (one FMA a pixel) where the other trainers divide
  * twice ((p / 255 - mean) / std): within an ulp or two of theirs. */
@@ -104,18 +110,21 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         }
         tc_cluster_sync();
         PST_STAMP(PST_FORWARD);
-        /* reduce_z1_z2, grid_barrier */
+        /* reduce_z1_z2 */
         pst_reduce_z1(sm, a, o, u0, record);
+        pst_cluster_arrive(); /* this block has read the others' partial sums */
         __syncthreads();
-        pst_z2_share(sm, a, o, group, groups, buf);
+        pst_z2_share(sm, a, o, group, groups, buf, s + 1);
         __syncthreads();
         PST_STAMP(PST_REDUCE);
-        pst_grid_sync(a.barrier, gridDim.x * (unsigned)(s + 1));
-        PST_STAMP(PST_GRID_WAIT);
-        /* the image of the next step's row, which the fetch in small_step waits for */
-        const int ahead = pst_image(a, s + 1);
+        /* z2_shares: they are the barrier between the clusters */
+        const int ahead = pst_image(a, s + 1); /* the next step's image, for small_step's fetch */
+        pst_z2_shares(sm, a, o, groups, buf, s + 1);
+        __syncthreads();
+        PST_STAMP(PST_Z2_SHARES);
         /* softmax_backward */
-        pst_softmax(sm, a, o, rows, group, groups, buf, record);
+        pst_softmax_rows(sm, a, o, rows, group, record);
+        pst_cluster_wait(); /* ... and so have the others: dz1 may be stored into the parts */
         __syncthreads();
         if (group == 0 && threadIdx.x == 0) pst_loss_sum(sm, a, s);
         if (a.train) {

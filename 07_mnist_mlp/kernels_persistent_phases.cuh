@@ -25,8 +25,8 @@ typedef struct {
     int hidden, w1, b1, w2, b2; /* H and the offsets (floats) */
     float lr, mu;
     int train;
-    float *z2part;              /* [2][groups][256][10]: each cluster's share of z2 */
-    unsigned *barrier;          /* the grid barrier's count: 0 at launch */
+    unsigned long long *z2part; /* [2][groups][256][10]: each cluster's share of z2 with its
+                                   step's number (pst_put_share); zeros at launch */
     float *loss;                /* train: one sum a step; test: the total */
     int *correct;               /* test: rows whose largest logit is the label */
     float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
@@ -34,7 +34,7 @@ typedef struct {
 } PstArgs;
 
 /* The phases of a step, as the bench reports them (phase_cycles). */
-enum { PST_FORWARD, PST_REDUCE, PST_GRID_WAIT, PST_SOFTMAX, PST_SMALL_STEP, PST_DW1, PST_PHASES };
+enum { PST_FORWARD, PST_REDUCE, PST_Z2_SHARES, PST_SOFTMAX, PST_SMALL_STEP, PST_DW1, PST_PHASES };
 
 /* A block's shared memory. part holds the forward's partial sums, then (from
  * softmax_backward on) dz1 of every row of the batch in the product's type; own holds z1
@@ -86,7 +86,7 @@ static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
 /* ------------------------------------------------------------------ the batch */
 
 /* The image of thread r's batch row at step s, or -1 past the epoch or the batch. The
- * kernel loads it right after the grid barrier of step s - 1, two phases before it fetches
+ * kernel loads it right after reduce_z1_z2 of step s - 1, two phases before it fetches
  * the row's pixels (small_step), which need it: loaded there, it made small_step wait for one
  * more round trip to memory (persistent_records.txt section 18a). */
 static __device__ __forceinline__ int pst_image(const PstArgs &a, int s)
@@ -229,12 +229,13 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
     }
 }
 
-/* The cluster's share of z2 for this rank's rows: relu(z1) . W2[units], into z2part. */
+/* The cluster's share of z2 for this rank's rows: relu(z1) . W2[units], into z2part with
+ * step s's number s + 1 (stamp). */
 template <typename S>
 static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
-                                                    int groups, int buf)
+                                                    int groups, int buf, int stamp)
 {
-    float *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    unsigned long long *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
         const float *z = sm.own + rl * PST_UNITS;
@@ -243,7 +244,7 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
         for (int u = 0; u < PST_UNITS; u += 4)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[e] = fmaf(fmaxf(z[u + e], 0.0f), sm.w2[(u + e) * MLP_CLASSES + c], acc[e]);
-        out[(size_t)(o.r0 + rl) * MLP_CLASSES + c] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        pst_put_share(out + (size_t)(o.r0 + rl) * MLP_CLASSES + c, (acc[0] + acc[1]) + (acc[2] + acc[3]), stamp);
     }
 }
 

@@ -46,6 +46,7 @@
 
 #define PST_CLUSTER 8                              /* blocks in a cluster: the 784 pixels cut 8 ways */
 #define PST_UNITS 72                               /* hidden units of a cluster: H = 1024 takes 15 */
+#define PST_MAX_GROUPS 16                          /* clusters whose shares of z2 a block adds (H <= 1152) */
 #define PST_THREADS 256
 #define PST_MAX_ROWS 256                           /* batch rows a step may have */
 #define PST_OWN_ROWS (PST_MAX_ROWS / PST_CLUSTER)  /* rows whose z1 a block finishes: 32 */

@@ -1,8 +1,10 @@
-/* Chapter 07: the persistent trainers' softmax_backward phase (kernels_persistent.cuh), the
- * one between the grid barrier and small_step, on the block's rows of the batch:
+/* Chapter 07: the persistent trainers' phases z2_shares and softmax_backward
+ * (kernels_persistent.cuh), between reduce_z1_z2 and small_step, on the block's rows of the
+ * batch:
  *
- *   pst_softmax         z2 = b2 + the clusters' shares; then pst_softmax_rows: the softmax,
- *                       the loss and the correct rows (pst_loss_sum adds cluster 0's), dz2
+ *   pst_z2_shares       z2 = b2 + the clusters' shares, waited for by their step numbers
+ *   pst_softmax_rows    the softmax, the loss and the correct rows (pst_loss_sum adds
+ *                       cluster 0's), dz2
  *   pst_backward_small  the block's shares of gW2, gb1, gb2 and dz1 in one pass over its rows
  *                       (pst_small_grads_dz1), dz1 stored into the whole cluster
  * What a launch is given and a block's shared memory: kernels_persistent_phases.cuh. */
@@ -85,39 +87,55 @@ static __device__ __forceinline__ void pst_loss_sum(const PstShared<S> &sm, cons
     if (!a.train) atomicAdd(a.correct, correct);
 }
 
-/* z2 = b2 + the clusters' shares (in cluster order: every cluster gets the same sums),
- * then the softmax, the loss, and when training dz2 (pst_softmax_rows). First every thread
- * loads the shares of its (row, class) pairs (at most 2), all of them at once, and leaves z2
- * in sm.dz2: one round trip to L2, not one a row. */
+/* z2 = b2 + the clusters' shares of this rank's rows (in cluster order: every cluster gets
+ * the same sums), into sm.dz2. Every thread loads the shares of its (row, class) pairs (at
+ * most 2 x 15) all at once, and loads again those whose step number is not yet `stamp`,
+ * until it has them all: the shares are the barrier between the clusters. A grid barrier
+ * before them (a fence, an atomic on one count, acquire loads until all 120 blocks had
+ * arrived, then these loads) cost two more round trips to L2 a step. A share of step s is
+ * never taken for step s + 2, which reuses its buffer (the numbers differ), and is not
+ * overwritten before it is read: the block that stores step s + 2's share has read step
+ * s + 1's from every block of its rank, whose values depend, through W1's step, on what
+ * those blocks read at step s. */
 template <typename S>
-static __device__ __forceinline__ void pst_softmax(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group,
-                                                   int groups, int buf, bool record)
+static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const PstArgs &a, PstOwn o, int groups, int buf,
+                                                     int stamp)
 {
-    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, BATCH = 16;
-    const float *in = a.z2part + (size_t)buf * groups * PST_MAX_ROWS * MLP_CLASSES;
-    float z[MINE];
+    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, G = PST_MAX_GROUPS;
+    constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES; /* words from one cluster's shares to the next's */
+    const unsigned long long *in = a.z2part + ((size_t)buf * groups * PST_MAX_ROWS + o.r0) * MLP_CLASSES + threadIdx.x;
+    /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
+       that the loop below tests one number a slot and nothing else. */
+    const unsigned long long none = (unsigned long long)(unsigned)stamp << 32;
+    unsigned long long share[MINE][G];
 #pragma unroll
-    for (int j = 0; j < MINE; j++) z[j] = sm.b2[(threadIdx.x + j * PST_THREADS) % MLP_CLASSES];
-    for (int g0 = 0; g0 < groups; g0 += BATCH) {
-        float share[MINE][BATCH];
+    for (int j = 0; j < MINE; j++) {
+        const bool mine = threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES;
 #pragma unroll
-        for (int j = 0; j < MINE; j++) {
-            int i = threadIdx.x + j * PST_THREADS;
-#pragma unroll
-            for (int g = 0; g < BATCH; g++)
-                share[j][g] = i < o.n * MLP_CLASSES && g0 + g < groups
-                                  ? __ldcg(in + ((size_t)(g0 + g) * PST_MAX_ROWS + o.r0) * MLP_CLASSES + i) : 0.0f;
-        }
+        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0ull : none; /* step 0: not yet */
+    }
+    bool missing;
+    do {
 #pragma unroll
         for (int j = 0; j < MINE; j++)
 #pragma unroll
-            for (int g = 0; g < BATCH; g++) z[j] += share[j][g];
-    }
+            for (int g = 0; g < G; g++)
+                if ((unsigned)(share[j][g] >> 32) != (unsigned)stamp)
+                    share[j][g] = pst_get_share(in + j * PST_THREADS + g * NEXT_GROUP);
+        missing = false;
 #pragma unroll
-    for (int j = 0; j < MINE; j++)
-        if (threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES) sm.dz2[threadIdx.x + j * PST_THREADS] = z[j];
-    __syncthreads();
-    pst_softmax_rows(sm, a, o, rows, group, record);
+        for (int j = 0; j < MINE; j++)
+#pragma unroll
+            for (int g = 0; g < G; g++) missing |= (unsigned)(share[j][g] >> 32) != (unsigned)stamp;
+    } while (missing);
+#pragma unroll
+    for (int j = 0; j < MINE; j++) {
+        const int i = threadIdx.x + j * PST_THREADS;
+        float z = sm.b2[i % MLP_CLASSES];
+#pragma unroll
+        for (int g = 0; g < G; g++) z += __uint_as_float((unsigned)share[j][g]); /* a 0 past the clusters */
+        if (i < o.n * MLP_CLASSES) sm.dz2[i] = z;
+    }
 }
 
 /* The block's share of the small gradients over its rows, and their dz1 in place of z1:
@@ -163,7 +181,9 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
  * the block's rows stored into every block's part, where the dW1 product reads all the
  * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
  * as loads from it would; the cluster barrier after this makes them visible. Every part is
- * free by now: the last reads of the forward's partial sums came before the grid barrier.
+ * free by now: every block read the forward's partial sums before it arrived at the cluster
+ * barrier that the kernel waits for before this (bf16's dz1 rows, half as wide, land on
+ * rows of partial sums that another rank reads).
  * The rows past the batch up to the next multiple of 16, which bf16's product reads, are
  * cleared by each block in its own part. */
 template <typename S>

@@ -8,10 +8,13 @@
  *   pst_ld_peer(4)  a load from there: ld.shared::cluster (hundreds of cycles: issue many
  *                   before using any)
  *   pst_st_peer     a store there (the products' put_dz1 store dz1 with their own)
- *   pst_grid_sync   every block of the grid meets: an arrival counted in memory, a wait with
- *                   acquire loads (only safe with every block resident: steps_persistent.cuh)
- * The cluster barrier is chapter 05's tc_cluster_sync (barrier.cluster arrive.release and
- * wait.acquire). Compiled for sm_90 and newer only (PST_DEVICE). */
+ *   pst_cluster_arrive, pst_cluster_wait
+ *                   the cluster barrier in two halves; whole, it is chapter 05's
+ *                   tc_cluster_sync (barrier.cluster arrive.release and wait.acquire)
+ *   pst_put_share, pst_get_share
+ *                   z2's shares between the clusters, each stored with its step's number
+ *                   (only safe with every block resident: steps_persistent.cuh)
+ * Compiled for sm_90 and newer only (PST_DEVICE). */
 #ifndef CH07_KERNELS_PERSISTENT_SYNC_CUH
 #define CH07_KERNELS_PERSISTENT_SYNC_CUH
 
@@ -66,23 +69,37 @@ static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
     asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
 
-/* Every block of the grid meets here (the count goes up by the grid's size each time, so
- * it is never reset during the launch). Thread 0 publishes its block's writes (fence, then
- * the arrival) and waits, with acquire loads, until every block arrived. (Gathering each
- * cluster first with its hardware barrier, one arrival a cluster, measured 1 us slower a
- * step: two cluster barriers cost more than 120 atomics on one address.) */
-static __device__ __forceinline__ void pst_grid_sync(unsigned *count, unsigned target)
+/* The cluster barrier in two halves: arrive says that this thread's accesses so far are done
+ * (release) and does not wait; wait returns once every thread of the cluster has arrived
+ * (acquire). Each thread waits once between two arrivals. */
+static __device__ __forceinline__ void pst_cluster_arrive(void)
 {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(count, 1u);
-        unsigned seen;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(count) : "memory");
-        } while (seen < target);
-    }
-    __syncthreads();
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void pst_cluster_wait(void)
+{
+    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+/* ------------------------------------------------------------------ between the clusters */
+
+/* A share of z2 as it crosses memory: the value and the number of its step (s + 1) in one
+ * 8-byte word, stored and loaded whole (an aligned 8-byte access is single-copy atomic), so
+ * that a block that reads the number it waits for has that step's value: the shares are
+ * themselves the meeting point of the clusters, with no count, fence or barrier
+ * (pst_z2_shares). */
+static __device__ __forceinline__ void pst_put_share(unsigned long long *at, float v, int stamp)
+{
+    const unsigned long long word = (unsigned long long)(unsigned)stamp << 32 | __float_as_uint(v);
+    asm volatile("st.relaxed.gpu.global.b64 [%0], %1;\n" ::"l"(at), "l"(word) : "memory");
+}
+
+static __device__ __forceinline__ unsigned long long pst_get_share(const unsigned long long *at)
+{
+    unsigned long long word;
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];\n" : "=l"(word) : "l"(at) : "memory");
+    return word;
 }
 
 #endif /* PST_DEVICE */

@@ -3,8 +3,9 @@
  * for all its steps, and the test pass through the same kernel.
  *
  * What this file does around the kernel: says where it cannot run (a GPU without thread
- * block clusters, a batch over 256 rows, more clusters than the GPU holds at once: the grid
- * barrier needs every block resident), makes its buffers (z2's shares, the barrier's count),
+ * block clusters, a batch over 256 rows, more clusters than the GPU holds at once: blocks
+ * that wait for each other's shares of z2 need every block resident), makes its buffer of
+ * z2's shares,
  * asks for a cooperative launch where the driver gives one with clusters, and launches it:
  * an epoch over the epoch's order (run_epoch uploads it), or the test set.
  *
@@ -19,8 +20,7 @@
 #include "trainer.cuh"
 
 typedef struct {
-    float *z2part;
-    unsigned *barrier;
+    unsigned long long *z2part;
     int groups;      /* clusters: ceil(H / 72) */
     int cooperative; /* 1 if the driver took a cooperative launch with clusters */
     long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
@@ -29,6 +29,12 @@ typedef struct {
 static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; }
 
 static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS; }
+
+/* z2's shares: two steps' (the parity's) of every cluster, each value with its step number. */
+static size_t pst_share_bytes(int groups)
+{
+    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(unsigned long long);
+}
 
 /* The configuration of a launch of `groups` clusters of 8 blocks, cooperative or not (at:
  * room for its two attributes, which cfg points to). */
@@ -85,6 +91,11 @@ static int pst_refusal(int hidden, int batch, int can, char *why, size_t len)
         snprintf(why, len, "batch %d is over the %d rows its shared memory holds", batch, PST_MAX_ROWS);
         return 1;
     }
+    if (pst_groups(hidden) > PST_MAX_GROUPS) {
+        snprintf(why, len, "H = %d needs %d clusters, and the kernel adds at most %d clusters' shares of z2",
+                 hidden, pst_groups(hidden), PST_MAX_GROUPS);
+        return 1;
+    }
     if (can < pst_groups(hidden)) {
         snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), "
                  "and this %s holds %d", hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS,
@@ -111,7 +122,6 @@ static PstArgs pst_args(const Trainer *t)
     a.hidden = t->hidden, a.w1 = (int)l->w1, a.b1 = (int)l->b1, a.w2 = (int)l->w2, a.b2 = (int)l->b2;
     a.batch = t->batch;
     a.z2part = pst_buffers(t)->z2part;
-    a.barrier = pst_buffers(t)->barrier;
     return a;
 }
 
@@ -119,7 +129,8 @@ template <typename S>
 static void pst_launch(const Trainer *t, const PstArgs &a)
 {
     PstBuffers *b = pst_buffers(t);
-    CUDA_CHECK(cudaMemsetAsync(b->barrier, 0, sizeof(unsigned), cudaStreamPerThread));
+    /* step numbers 0: no share of this launch's first step is there yet */
+    CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes(b->groups), cudaStreamPerThread));
     CUDA_CHECK(pst_try_launch<S>(a, b->groups, b->cooperative));
 }
 
@@ -135,8 +146,7 @@ static void pst_create(Trainer *t)
     PstBuffers *b = (PstBuffers *)xmalloc(sizeof *b);
     t->own = b;
     b->groups = pst_groups(t->hidden);
-    b->z2part = (float *)dalloc((size_t)2 * b->groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(float));
-    b->barrier = (unsigned *)dalloc(sizeof(unsigned));
+    b->z2part = (unsigned long long *)dalloc(pst_share_bytes(b->groups));
     b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
     /* A launch of no steps tells whether the driver takes a cooperative launch with clusters
        (which guarantees that every block is resident); else the occupancy check above is the
@@ -158,7 +168,6 @@ static void pst_destroy(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     CUDA_CHECK(cudaFree(b->z2part));
-    CUDA_CHECK(cudaFree(b->barrier));
     CUDA_CHECK(cudaFree(b->phase_cycles));
     free(b);
     t->own = NULL;
@@ -205,7 +214,7 @@ static void pst_phase_times(Trainer *t, double *us)
     CUDA_CHECK(cudaEventDestroy(stop));
 }
 
-static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2", "grid_barrier",
+static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2", "z2_shares",
                                                         "softmax_backward", "small_step", "dW1_step_next_x"};
 static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpFp32>};
 static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16>};
