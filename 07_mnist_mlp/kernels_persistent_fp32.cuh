@@ -82,6 +82,7 @@ struct PstProduct<MlpFp32> {
         for (int i = 0; i < 8; i++)
 #pragma unroll
             for (int j = 0; j < 9; j++) acc[i][j] = 0.0f;
+#pragma unroll 2 /* ptxas overlaps the next 4 pixels' loads with these FMAs (records 19c) */
         for (int q = q0; q < q1; q++) {
             float4 xa[8];
 #pragma unroll
