@@ -6,8 +6,8 @@
  *   the small params   W2's rows, b1, b2 and their velocities in and out
  *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share
  *   small_step         pst_step_small
- * softmax_backward, the phase between them, is kernels_persistent_softmax.cuh; how the
- * blocks reach each other, kernels_persistent_sync.cuh. */
+ * z2_shares and softmax_backward, the phases between them, are kernels_persistent_softmax.cuh;
+ * how the blocks reach each other, kernels_persistent_sync.cuh. */
 #ifndef CH07_KERNELS_PERSISTENT_PHASES_CUH
 #define CH07_KERNELS_PERSISTENT_PHASES_CUH
 

@@ -105,7 +105,9 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
     constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES; /* words from one cluster's shares to the next's */
     const unsigned long long *in = a.z2part + ((size_t)buf * groups * PST_MAX_ROWS + o.r0) * MLP_CLASSES + threadIdx.x;
     /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
-       that the loop below tests one number a slot and nothing else. */
+       that the loop below tests one number a slot and nothing else: a pass is about 100
+       instructions, where three tests a slot made it about 500, which cost 1.2-1.5 us a
+       step at batch 32 (persistent_records.txt section 19a). */
     const unsigned long long none = (unsigned long long)(unsigned)stamp << 32;
     unsigned long long share[MINE][G];
 #pragma unroll
