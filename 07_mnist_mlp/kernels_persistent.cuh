@@ -24,7 +24,8 @@
  *   forward           part = x[:, slice q] . W1[slice q, units g]    (rows x 72, PstProduct)
  *      -- cluster barrier --
  *   reduce_z1_z2      for its rows (an eighth of the batch): z1 = b1 + the 8 blocks' parts,
- *                     read from their shared memory (distributed shared memory); the
+ *                     read from their shared memory (distributed shared memory; bf16's
+ *                     parts in fp16, half the bytes: PstChunk); the
  *                     cluster's share of z2, relu(z1) W2[units g], to z2part in memory
  *   z2_shares         z2 = b2 + the 15 clusters' shares of its rows, each stored with its
  *                     step's number: a block loads them until it has them all (no other
@@ -44,11 +45,11 @@
  * is the batch (each block its slice of the pixels: 25 KB at batch 256) and z2's shares
  * (20 KB a cluster, each value with its step's number). z2part is double-buffered by the
  * step's parity: a block may write step s + 1's share while another still reads step s's,
- * but not step s + 2's (pst_z2_shares says why). Within a cluster, bf16's dz1, stored by
- * softmax_backward into the other blocks, lands on rows of partial sums another rank reads
- * (its rows are half as wide), and the next forward overwrites them all: each block arrives
- * at a cluster barrier once its reduction has read them and waits for the others before
- * going on (pst_cluster_arrive, _wait).
+ * but not step s + 2's (pst_z2_shares says why). Within a cluster, dz1's row r, stored by
+ * softmax_backward into every block, lands on the same bytes as the partial sums' row r,
+ * which only row r's own rank reads, before it stores (pst_dz1_on_part_rows): so the
+ * reduction and dz1's stores need no barrier between them, and the next forward, which
+ * overwrites both, comes after the cluster barrier that follows the stores.
  *
  * Blocks that wait for each other's shares are only safe if every block is running at
  * once: the launch is cooperative (the driver takes that with clusters), and
@@ -112,7 +113,6 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         PST_STAMP(PST_FORWARD);
         /* reduce_z1_z2 */
         pst_reduce_z1(sm, a, o, u0, record);
-        pst_cluster_arrive(); /* this block has read the others' partial sums */
         __syncthreads();
         pst_z2_share(sm, a, o, group, groups, buf, s + 1);
         __syncthreads();
@@ -124,7 +124,6 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         PST_STAMP(PST_Z2_SHARES);
         /* softmax_backward */
         pst_softmax_rows(sm, a, o, rows, group, record);
-        pst_cluster_wait(); /* ... and so have the others: dz1 may be stored into the parts */
         __syncthreads();
         if (group == 0 && threadIdx.x == 0) pst_loss_sum(sm, a, s);
         if (a.train) {

@@ -17,6 +17,7 @@ __device__ __forceinline__ void pst_ldsm_x2_trans(uint32_t (&r)[2], uint32_t add
 template <>
 struct PstProduct<MlpBf16> {
     typedef bf16 T;
+    typedef __half Z; /* the forward's partial sums (PstChunk) */
     static constexpr int QUANTUM = 16;          /* pixels: one k-step; slices of 96 or 112 */
     static constexpr int MAX_SLICE = 112;
     static constexpr int X_ROW = MAX_SLICE + 8; /* 120 bf16, 240 bytes: the 8 rows an ldmatrix reads */
@@ -98,7 +99,7 @@ struct PstProduct<MlpBf16> {
     }
 
     /* Warp (p, mp) of parts x per / 32: rows 32 mp .. 32 mp + 31, its share of the k-steps. */
-    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, float *part, int ks, PstSplit sp)
+    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp)
     {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pairs = sp.per / 32;
         int p = warp / pairs, mp = warp % pairs;
@@ -127,14 +128,14 @@ struct PstProduct<MlpBf16> {
                 for (int j = 0; j < NT; j++) tc_mma_16x8<bf16>(acc[i][j], a[i], b[j]);
         }
         int g = lane / 4, q = lane % 4;
-        float *out = part + (size_t)p * sp.per * PST_UNITS;
+        Z *out = part + (size_t)p * sp.per * PST_UNITS;
 #pragma unroll
         for (int i = 0; i < 2; i++)
 #pragma unroll
             for (int j = 0; j < NT; j++) {
-                float *o = out + (32 * mp + 16 * i + g) * PST_UNITS + 8 * j + 2 * q;
-                *(float2 *)o = make_float2(acc[i][j][0], acc[i][j][1]);
-                *(float2 *)(o + 8 * PST_UNITS) = make_float2(acc[i][j][2], acc[i][j][3]);
+                Z *o = out + (32 * mp + 16 * i + g) * PST_UNITS + 8 * j + 2 * q;
+                *(unsigned *)o = PstChunk<Z>::pack2(acc[i][j][0], acc[i][j][1]);
+                *(unsigned *)(o + 8 * PST_UNITS) = PstChunk<Z>::pack2(acc[i][j][2], acc[i][j][3]);
             }
     }
 
@@ -203,10 +204,14 @@ struct PstProduct<MlpBf16> {
         }
     }
 
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int c4, float4 v)
+    /* dz1 row r, units u .. u + 7, rounded, into the product's operand in a block of the
+       cluster (dz1: its shared::cluster address): one 16-byte store. */
+    static constexpr int DZ1_UNITS = 8;
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v)
     {
-        asm volatile("st.shared::cluster.v2.b32 [%0], {%1, %2};\n" ::"r"(dz1 + 2 * (uint32_t)(r * D_ROW + 4 * c4)),
-                     "r"(MlpBf16::pack2(v.x, v.y)), "r"(MlpBf16::pack2(v.z, v.w)) : "memory");
+        asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dz1 + 2 * (uint32_t)(r * D_ROW + u)),
+                     "r"(MlpBf16::pack2(v[0], v[1])), "r"(MlpBf16::pack2(v[2], v[3])),
+                     "r"(MlpBf16::pack2(v[4], v[5])), "r"(MlpBf16::pack2(v[6], v[7])) : "memory");
     }
 };
 

@@ -8,6 +8,7 @@
 template <>
 struct PstProduct<MlpFp32> {
     typedef float T;
+    typedef float Z; /* the forward's partial sums (PstChunk) */
     static constexpr int QUANTUM = 4;           /* pixels: slices of 96 or 100 */
     static constexpr int MAX_SLICE = 100;
     static constexpr int X_ROW = MAX_SLICE;     /* floats of a row of x: rows 4 banks apart */
@@ -70,7 +71,7 @@ struct PstProduct<MlpFp32> {
        ty + (per / 8) i and units 4 tx .. 4 tx + 3, 32 + 4 tx .. 32 + 4 tx + 3 and 64 + tx
        (so that the 8 threads tx read contiguous pieces of a row of W1), over its share of
        the pixels: per 4 pixels, 8 float4 of x and 12 loads of W1 for 288 FMAs. */
-    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, float *part, int ks, PstSplit sp)
+    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp)
     {
         const float4 *xs4 = (const float4 *)xs;
         int t = threadIdx.x, p = t / sp.per;
@@ -246,12 +247,13 @@ struct PstProduct<MlpFp32> {
         if (ks < X_ROW) xs4[ks / 4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dW1's last 10 pixels */
     }
 
-    /* dz1 row r, units 4 c4 .. 4 c4 + 3, into the product's operand in a block of the
-       cluster (dz1: its shared::cluster address). */
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int c4, float4 v)
+    /* dz1 row r, units u .. u + 3, into the product's operand in a block of the cluster
+       (dz1: its shared::cluster address): one 16-byte store. */
+    static constexpr int DZ1_UNITS = 4;
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v)
     {
         asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                     ::"r"(dz1 + 4 * (uint32_t)(r * D_ROW + 4 * c4)), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                     ::"r"(dz1 + 4 * (uint32_t)(r * D_ROW + u)), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                      : "memory");
     }
 };

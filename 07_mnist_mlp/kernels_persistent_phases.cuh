@@ -46,7 +46,7 @@ template <typename S>
 struct PstShared {
     typedef typename PstProduct<S>::T T;
     alignas(16) T xs[PST_MAX_ROWS * PstProduct<S>::X_ROW];
-    alignas(16) float part[PST_MAX_ROWS * PST_UNITS];
+    alignas(16) typename PstProduct<S>::Z part[PST_MAX_ROWS * PST_UNITS];
     alignas(16) T w1s[PstProduct<S>::MAX_SLICE * PstProduct<S>::W_ROW];
     alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
     alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
@@ -58,7 +58,15 @@ struct PstShared {
     float loss[PST_THREADS / 32]; /* each warp's sum of its rows' losses (cluster 0) */
     int correct[PST_THREADS / 32];
 };
-static_assert(PST_MAX_ROWS * PstProduct<MlpBf16>::D_ROW * 2 <= PST_MAX_ROWS * PST_UNITS * 4, "bf16 dz1 fits in part");
+/* dz1's row r lies on the partial sums' row r (the same bytes), which only the rank that owns
+ * row r reads (pst_reduce_z1) and stores dz1 into: so no other rank's dz1 can land on partial
+ * sums a block has not read yet (kernels_persistent.cuh). */
+template <typename S>
+constexpr bool pst_dz1_on_part_rows(void)
+{
+    return PstProduct<S>::D_ROW * sizeof(typename PstProduct<S>::T) == PST_UNITS * sizeof(typename PstProduct<S>::Z);
+}
+static_assert(pst_dz1_on_part_rows<MlpFp32>() && pst_dz1_on_part_rows<MlpBf16>(), "dz1's rows are the parts' rows");
 
 /* Batch rows of step s, and the rows a rank finishes (R of them from R q; R = ceil(rows / 8)). */
 static inline __host__ __device__ int pst_rows(const PstArgs &a, int s)
@@ -186,46 +194,51 @@ static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const P
  * sums of `per` rows; each block adds its own, in part order, into part 0 before the
  * cluster barrier, so that the cluster's reduction loads one part from every block, not
  * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
- * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). */
-static __device__ __forceinline__ void pst_sum_parts(float *part, PstSplit sp)
+ * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). The parts are
+ * added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
+template <typename Z>
+static __device__ __forceinline__ void pst_sum_parts(Z *part, PstSplit sp)
 {
-    const int n = sp.per * PST_UNITS / 4;
-    float4 *p4 = (float4 *)part;
+    typedef PstChunk<Z> C;
+    const int n = sp.per * PST_UNITS / C::N;
+    uint4 *chunks = (uint4 *)part;
     for (int i = threadIdx.x; i < n; i += PST_THREADS) {
-        float4 z = p4[i];
-        for (int p = 1; p < sp.parts; p++) {
-            const float4 v = p4[(size_t)p * n + i];
-            z.x += v.x, z.y += v.y, z.z += v.z, z.w += v.w;
-        }
-        p4[i] = z;
+        float z[C::N] = {};
+        for (int p = 0; p < sp.parts; p++) C::add(z, chunks[(size_t)p * n + i]);
+        chunks[i] = C::pack(z);
     }
 }
 
-/* z1 of this rank's rows: b1 plus every block's partial sums (in rank order), into own; on
- * the step --check reads, also into z1_last. The 8 blocks' pieces of a float4 are all loaded
+/* z1 of this rank's rows: b1 plus every block's partial sums (in rank order, added in fp32),
+ * into own; on the step --check reads, also into z1_last. A thread takes 16 bytes of a row
+ * from each block: 4 units in fp32, 8 in bf16's fp16 (1.3 us less a step at batch 256, and
+ * the reduction's phase 0.7 us shorter: persistent_records.txt section 20a). The 8 blocks' pieces of a float4 are all loaded
  * before any is added: a load from another SM's shared memory takes hundreds of cycles, and
  * one after another they were most of the phase. */
 template <typename S>
 static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, int u0, bool record)
 {
-    constexpr int Q = PST_UNITS / 4;
+    typedef typename PstProduct<S>::Z Z;
+    typedef PstChunk<Z> C;
+    constexpr int N = C::N, Q = PST_UNITS / N; /* chunks of N units a row */
     for (int i = threadIdx.x; i < o.n * Q; i += PST_THREADS) {
-        int rl = i / Q, c4 = i % Q, r = o.r0 + rl;
-        float4 z = *(const float4 *)(sm.b1 + 4 * c4);
-        const uint32_t at = (uint32_t)(r * PST_UNITS + 4 * c4);
-        float4 v[PST_CLUSTER];
+        const int rl = i / Q, u = i % Q * N, r = o.r0 + rl;
+        float z[N];
 #pragma unroll
-        for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer4(pst_peer(sm.part, peer) + 4 * at);
+        for (int e = 0; e < N; e++) z[e] = sm.b1[u + e];
+        const uint32_t at = (uint32_t)((r * PST_UNITS + u) * sizeof(Z));
+        uint4 v[PST_CLUSTER];
 #pragma unroll
-        for (int peer = 0; peer < PST_CLUSTER; peer++)
-            z.x += v[peer].x, z.y += v[peer].y, z.z += v[peer].z, z.w += v[peer].w;
-        *(float4 *)(sm.own + rl * PST_UNITS + 4 * c4) = z;
-        if (record) {
-            const float zs[4] = {z.x, z.y, z.z, z.w};
+        for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer16(pst_peer(sm.part, peer) + at);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (u0 + 4 * c4 + e < a.hidden) a.z1_last[(size_t)r * a.hidden + u0 + 4 * c4 + e] = zs[e];
-        }
+        for (int peer = 0; peer < PST_CLUSTER; peer++) C::add(z, v[peer]);
+#pragma unroll
+        for (int e = 0; e < N; e += 4)
+            *(float4 *)(sm.own + rl * PST_UNITS + u + e) = make_float4(z[e], z[e + 1], z[e + 2], z[e + 3]);
+        if (record)
+#pragma unroll
+            for (int e = 0; e < N; e++)
+                if (u0 + u + e < a.hidden) a.z1_last[(size_t)r * a.hidden + u0 + u + e] = z[e];
     }
 }
 

@@ -42,6 +42,8 @@
 #ifndef CH07_KERNELS_PERSISTENT_PRODUCTS_CUH
 #define CH07_KERNELS_PERSISTENT_PRODUCTS_CUH
 
+#include <cuda_fp16.h>
+
 #include "kernels_backward_mma.cuh" /* MlpBf16, mlp_ldsm_x4_trans, chapter 05's tc_ldsm_x4 and tc_mma_16x8 */
 
 #define PST_CLUSTER 8                              /* blocks in a cluster: the 784 pixels cut 8 ways */
@@ -78,6 +80,52 @@ static inline __host__ __device__ PstSplit pst_split(int rows, int granule)
 
 template <typename S>
 struct PstProduct;
+
+/* The forward's partial sums (Z: float for fp32, __half for bf16) in 16-byte chunks, as the
+ * cluster's reduction loads them from the 8 blocks: add one chunk into N floats, pack N
+ * floats into one. bf16's partial sums cross the cluster in fp16 (11 significant bits, 3
+ * more than the bf16 operands they are made of): half the bytes of fp32, which that
+ * reduction's time follows (persistent_records.txt section 20a). */
+template <typename Z>
+struct PstChunk;
+
+template <>
+struct PstChunk<float> {
+    static constexpr int N = 4;
+    static __device__ __forceinline__ void add(float (&z)[N], uint4 c)
+    {
+        z[0] += __uint_as_float(c.x), z[1] += __uint_as_float(c.y);
+        z[2] += __uint_as_float(c.z), z[3] += __uint_as_float(c.w);
+    }
+    static __device__ __forceinline__ uint4 pack(const float (&z)[N])
+    {
+        return make_uint4(__float_as_uint(z[0]), __float_as_uint(z[1]), __float_as_uint(z[2]), __float_as_uint(z[3]));
+    }
+};
+
+template <>
+struct PstChunk<__half> {
+    static constexpr int N = 8;
+    static __device__ __forceinline__ float2 unpack2(unsigned w) { return __half22float2(*(const __half2 *)&w); }
+    static __device__ __forceinline__ unsigned pack2(float lo, float hi)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *(const unsigned *)&h;
+    }
+    static __device__ __forceinline__ void add(float (&z)[N], uint4 c)
+    {
+        const unsigned w[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float2 f = unpack2(w[i]);
+            z[2 * i] += f.x, z[2 * i + 1] += f.y;
+        }
+    }
+    static __device__ __forceinline__ uint4 pack(const float (&z)[N])
+    {
+        return make_uint4(pack2(z[0], z[1]), pack2(z[2], z[3]), pack2(z[4], z[5]), pack2(z[6], z[7]));
+    }
+};
 
 /* A batch row's bytes k0 .. k0 + ks of its image, loaded ahead in words of type W (bf16's
  * slices start on 16-byte boundaries; fp32's, on 4, load the 16-byte words around them). */

@@ -182,10 +182,10 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
 /* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of
  * the block's rows stored into every block's part, where the dW1 product reads all the
  * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
- * as loads from it would; the cluster barrier after this makes them visible. Every part is
- * free by now: every block read the forward's partial sums before it arrived at the cluster
- * barrier that the kernel waits for before this (bf16's dz1 rows, half as wide, land on
- * rows of partial sums that another rank reads).
+ * as loads from it would; the cluster barrier after this makes them visible. They land on
+ * the partial sums of the same rows, which this block alone has read, in pst_reduce_z1
+ * (pst_dz1_on_part_rows). A store is 16 bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores,
+ * twice as many, made the epoch 0.3% slower (persistent_records.txt section 20b).
  * The rows past the batch up to the next multiple of 16, which bf16's product reads, are
  * cleared by each block in its own part. */
 template <typename S>
@@ -210,17 +210,20 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         for (int g = 0; g < PST_ROW_GROUPS - 1; g++) total += sm.gsplit[g][i];
         *sum = total;
     }
-    constexpr int Q = PST_UNITS / 4;
+    constexpr int N = PstProduct<S>::DZ1_UNITS, Q = PST_UNITS / N;
     for (int i = t; i < o.n * Q; i += PST_THREADS) {
-        int rl = i / Q, c4 = i % Q;
-        float4 d = *(const float4 *)(sm.own + rl * PST_UNITS + 4 * c4);
+        int rl = i / Q, u = i % Q * N;
+        float d[N];
+#pragma unroll
+        for (int e = 0; e < N; e += 4) *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_UNITS + u + e);
 #pragma unroll
         for (int peer = 0; peer < PST_CLUSTER; peer++)
-            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, c4, d);
+            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d);
     }
     int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
+    const float zeros[N] = {};
     for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
-        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q * N, zeros);
 }
 
 #endif /* PST_DEVICE */

@@ -5,11 +5,10 @@
  *   pst_peer        the address of a shared-memory object in another block of the cluster:
  *                   mapa turns this block's shared address into that block's, in the
  *                   shared::cluster window (distributed shared memory, sm_90)
- *   pst_ld_peer(4)  a load from there: ld.shared::cluster (hundreds of cycles: issue many
- *                   before using any)
- *   pst_st_peer     a store there (the products' put_dz1 store dz1 with their own)
- *   pst_cluster_arrive, pst_cluster_wait
- *                   the cluster barrier in two halves; whole, it is chapter 05's
+ *   pst_ld_peer(16) a load from there, 4 or 16 bytes: ld.shared::cluster (hundreds of
+ *                   cycles: issue many before using any)
+ *   pst_st_peer     a store there (the products' put_dz1 store dz1 with their own); the
+ *                   cluster barrier that makes them visible is chapter 05's
  *                   tc_cluster_sync (barrier.cluster arrive.release and wait.acquire)
  *   pst_put_share, pst_get_share
  *                   z2's shares between the clusters, each stored with its step's number
@@ -54,11 +53,11 @@ static __device__ __forceinline__ float pst_ld_peer(uint32_t addr)
     return v;
 }
 
-static __device__ __forceinline__ float4 pst_ld_peer4(uint32_t addr)
+static __device__ __forceinline__ uint4 pst_ld_peer16(uint32_t addr)
 {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+    uint4 v;
+    asm volatile("ld.shared::cluster.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "r"(addr));
     return v;
 }
@@ -67,19 +66,6 @@ static __device__ __forceinline__ float4 pst_ld_peer4(uint32_t addr)
 static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
 {
     asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
-}
-
-/* The cluster barrier in two halves: arrive says that this thread's accesses so far are done
- * (release) and does not wait; wait returns once every thread of the cluster has arrived
- * (acquire). Each thread waits once between two arrivals. */
-static __device__ __forceinline__ void pst_cluster_arrive(void)
-{
-    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
-}
-
-static __device__ __forceinline__ void pst_cluster_wait(void)
-{
-    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
 /* ------------------------------------------------------------------ between the clusters */

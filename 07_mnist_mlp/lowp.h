@@ -40,6 +40,23 @@ static inline MLP_HD unsigned mlp_pack_bf16x2(float lo, float hi)
     return (unsigned)tc_bf16_bits(lo) | ((unsigned)tc_bf16_bits(hi) << 16);
 }
 
+/* v rounded to fp16 (1 sign, 5 exponent, 10 stored mantissa bits: 11 significant), as an
+ * fp32: to nearest, ties to even (as __float2half_rn); below 2^-14 on the subnormal grid of
+ * 2^-24; past 65504 infinite. The persistent bf16 trainer's partial sums of z1 cross its
+ * cluster in fp16 (kernels_persistent_products.cuh's PstChunk), and --check's CPU steps
+ * round them here as it does. Host only: the kernels use the GPU's own instruction. */
+static inline float mlp_round_fp16(float v)
+{
+    double a = fabs((double)v);
+    if (!(a > 0.0) || isinf(a)) return v; /* zeros, infinities and NaN as they are */
+    int e;
+    frexp(a, &e); /* a = m 2^e, m in [0.5, 1): the leading bit is 2^(e - 1) */
+    double ulp = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+    double r = nearbyint((double)v / ulp) * ulp; /* exact: v / ulp and back are powers of 2 */
+    if (fabs(r) > 65504.0) return v > 0.0f ? INFINITY : -INFINITY;
+    return (float)r;
+}
+
 /* ------------------------------------------------------------------ transposed copies */
 
 /* The update kernel of the tensor-core trainers walks W1 (784 x H, row-major) in tiles of

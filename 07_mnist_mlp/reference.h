@@ -89,9 +89,14 @@ static inline void ref_free(RefStep *s)
     memset(s, 0, sizeof *s);
 }
 
+/* x's row b times W1's column j as a trainer sums it, in a batch of `batch` rows (W1: in x
+ * hidden, row-major): the persistent bf16 trainer rounds pieces of the sum to fp16
+ * (steps_persistent.cuh). NULL: one sum in double. */
+typedef double (*RefZ1Sum)(const float *xb, const double *w1, int hidden, int j, int batch);
+
 /* Forward pass and loss only; z2 (B x 10) is written if not NULL. */
 static inline double ref_forward(const double *p, const MlpLayout *l, const float *x, const int *y,
-                                 int batch, double *z1, double *a1, double *dz2, int *correct)
+                                 int batch, double *z1, double *a1, double *dz2, int *correct, RefZ1Sum z1_sum)
 {
     int H = l->hidden;
     double loss = 0.0;
@@ -100,7 +105,9 @@ static inline double ref_forward(const double *p, const MlpLayout *l, const floa
         const float *xb = x + (size_t)b * l->in;
         for (int j = 0; j < H; j++) {
             double acc = p[l->b1 + j];
-            for (int k = 0; k < l->in; k++) acc += (double)xb[k] * p[l->w1 + (size_t)k * H + j];
+            if (z1_sum) acc += z1_sum(xb, p + l->w1, H, j, batch);
+            else
+                for (int k = 0; k < l->in; k++) acc += (double)xb[k] * p[l->w1 + (size_t)k * H + j];
             z1[(size_t)b * H + j] = acc;
             a1[(size_t)b * H + j] = acc > 0.0 ? acc : 0.0;
         }
@@ -129,9 +136,10 @@ typedef float (*RefRounding)(float);
  * `rounding`, the two big products take rounded operands, as the tensor-core trainers
  * feed them to the tensor cores: x and W1 in z1 = x W1 + b1 (W1 rounded from its fp32
  * value, as the trainers keep it), x and dz1 in dW1 = x^T dz1 (dz1 from its fp32 value);
- * everything else, db1 included, from the unrounded values, in double. */
-static inline void ref_step_rounded(const double *p, const MlpLayout *l, const float *x, const int *y,
-                                    RefRounding rounding, RefStep *s)
+ * everything else, db1 included, from the unrounded values, in double; z1's sums over the
+ * pixels as z1_sum takes them (NULL: one sum). */
+static inline void ref_step_summed(const double *p, const MlpLayout *l, const float *x, const int *y,
+                                   RefRounding rounding, RefZ1Sum z1_sum, RefStep *s)
 {
     int H = l->hidden, B = s->batch;
     const double *pf = p;  /* the parameters the forward pass multiplies */
@@ -147,7 +155,7 @@ static inline void ref_step_rounded(const double *p, const MlpLayout *l, const f
         pf = pr;
         xs = xr;
     }
-    s->loss = ref_forward(pf, l, xs, y, B, s->z1, s->a1, s->dz2, &s->correct);
+    s->loss = ref_forward(pf, l, xs, y, B, s->z1, s->a1, s->dz2, &s->correct, z1_sum);
     memset(s->grad, 0, l->total * sizeof(double));
     double *dz1 = (double *)malloc(2 * (size_t)H * sizeof(double)), *dz1w = dz1 + H; /* dz1, as dW1 takes it */
     for (int b = 0; b < B; b++) {
@@ -173,6 +181,12 @@ static inline void ref_step_rounded(const double *p, const MlpLayout *l, const f
     free(dz1);
     free(pr);
     free(xr);
+}
+
+static inline void ref_step_rounded(const double *p, const MlpLayout *l, const float *x, const int *y,
+                                    RefRounding rounding, RefStep *s)
+{
+    ref_step_summed(p, l, x, y, rounding, NULL, s);
 }
 
 /* Forward and backward: loss, activations, dz2 and the gradient of every parameter. */
@@ -202,9 +216,9 @@ static inline double ref_gradient_check(const MlpLayout *l, const float *x, cons
     for (size_t i = 0; i < l->total; i++) {
         double keep = p[i];
         p[i] = keep + h;
-        double up = ref_forward(p, l, x, y, batch, s.z1, s.a1, NULL, NULL);
+        double up = ref_forward(p, l, x, y, batch, s.z1, s.a1, NULL, NULL, NULL);
         p[i] = keep - h;
-        double down = ref_forward(p, l, x, y, batch, s.z1, s.a1, NULL, NULL);
+        double down = ref_forward(p, l, x, y, batch, s.z1, s.a1, NULL, NULL, NULL);
         p[i] = keep;
         double fd = (up - down) / (2.0 * h);
         double err = fabs(fd - s.grad[i]) / fmax(fabs(s.grad[i]), floor);

@@ -238,16 +238,42 @@ static const StepFamily PERSISTENT_STEPS = {
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpFp32>,
     .tolerances = NULL, .stages = &PERSISTENT_STAGES,
     .epoch = pst_epoch<MlpFp32>, .unsupported = pst_unsupported<MlpFp32>,
+    .z1_sum = NULL,
 };
 
+/* x's row times W1's column j as the bf16 kernel sums it (StepFamily's z1_sum, for --check):
+ * each block's slice of the pixels, rounded to fp16 as it crosses the cluster (PstChunk),
+ * and at a batch of 128 rows or fewer the slice's K parts first, each rounded, then their
+ * sum (pst_sum_parts). The blocks' pieces are then added in fp32; here in double. */
+static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int j, int batch)
+{
+    typedef PstProduct<MlpBf16> P;
+    const PstSplit sp = pst_split(batch, P::GRANULE);
+    double z = 0.0;
+    for (int q = 0; q < PST_CLUSTER; q++) {
+        const int k0 = pst_slice_begin(q, P::QUANTUM), steps = (pst_slice_begin(q + 1, P::QUANTUM) - k0) / P::QUANTUM;
+        double slice = 0.0;
+        for (int p = 0; p < sp.parts; p++) {
+            double part = 0.0;
+            for (int k = k0 + p * steps / sp.parts * P::QUANTUM; k < k0 + (p + 1) * steps / sp.parts * P::QUANTUM; k++)
+                part += (double)xb[k] * w1[(size_t)k * hidden + j];
+            slice += mlp_round_fp16((float)part);
+        }
+        z += sp.parts > 1 ? mlp_round_fp16((float)slice) : slice;
+    }
+    return z;
+}
+
 /* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
- * rounded operands: x and W1 in the forward product, x and dz1 in dW1). */
+ * rounded operands: x and W1 in the forward product, x and dz1 in dW1), with z1's sums
+ * rounded where the kernel rounds them (pst_bf16_z1_sum). */
 static const StepFamily PERSISTENT_BF16_STEPS = {
     .fused = 0, .capturable = 0,
     .create = pst_create<MlpBf16>, .destroy = pst_destroy,
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &PERSISTENT_BF16_STAGES,
     .epoch = pst_epoch<MlpBf16>, .unsupported = pst_unsupported<MlpBf16>,
+    .z1_sum = pst_bf16_z1_sum,
 };
 
 #endif

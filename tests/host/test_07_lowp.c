@@ -1,7 +1,8 @@
 /* Host test for chapter 07's tensor-core trainers, the parts that need no GPU
  * (07_mnist_mlp/lowp.h):
- *   - the roundings to bf16 and TF32 against a brute-force nearest value, ties included;
- *     the bf16 packing;
+ *   - the roundings to bf16, TF32 and fp16 against a brute-force nearest value, ties
+ *     included (fp16 also against the compiler's _Float16 where it has one, subnormals and
+ *     overflow included); the bf16 packing;
  *   - the transposed copies: the W1 tiles of the update kernel cover W1 once and write
  *     W1t = W1^T; the hidden backward kernel's pieces of dz1t cover it once, and every
  *     wide store is whole and 16-byte aligned (at batch 256 all of them are wide);
@@ -87,6 +88,39 @@ static void test_roundings(void)
     memcpy(h, &word, sizeof h);
     result(word == 0xC0003F80u && mlp_bf16_float(h[0]) == 1.0f && mlp_bf16_float(h[1]) == -2.0f,
            "bf16 pair packs element 0 into the low half (the lower address)", "");
+}
+
+/* fp16 (the persistent bf16 trainer's partial sums): in its normal range the nearest value
+ * with 10 mantissa bits, ties to even; everywhere, where the compiler has _Float16, the
+ * same value as its conversion (subnormals below 2^-14, infinity from 65520 on). */
+static void test_round_fp16(void)
+{
+    Rng r = {2025};
+    int bad = 0, bad_native = 0, native = 0, ties = 0;
+    double worst = 0.0;
+    for (int i = 0; i < 2000000; i++) {
+        /* exponents 2^-30 .. 2^17: subnormal, normal and overflowing fp16 values */
+        unsigned u = (unsigned)(rng_next(&r) >> 32);
+        u = (u & 0x807fffffu) | ((97u + (u >> 24) % 48u) << 23);
+        if (i % 64 == 0) u = (u & ~0x1fffu) | 0x1000u, ties++;
+        float v = tc_bits_float(u), h = mlp_round_fp16(v), a = fabsf(v);
+        if (a >= 0x1p-14f && a < 65504.0f) {
+            bad += h != nearest(v, 10, 1);
+            worst = fmax(worst, fabs((double)h - v) / a);
+        }
+#ifdef __FLT16_MAX__
+        native = 1;
+        bad_native += h != (float)(_Float16)v;
+#endif
+    }
+    int special = mlp_round_fp16(65519.0f) == 65504.0f && isinf(mlp_round_fp16(65520.0f)) &&
+                  mlp_round_fp16(0x1p-25f) == 0.0f && mlp_round_fp16(0x1.8p-25f) == 0x1p-24f &&
+                  mlp_round_fp16(-0x1p-24f) == -0x1p-24f && isnan(mlp_round_fp16(NAN));
+    char d[200];
+    snprintf(d, sizeof d, "2e6 values (%d ties): %d wrong in the normal range, largest relative error %.3g (2^-11 = %.3g); %s",
+             ties, bad, worst, ldexp(1.0, -11), native ? (bad_native ? "differs from _Float16" : "all as _Float16") : "no _Float16 here");
+    result(bad == 0 && bad_native == 0 && special && worst <= ldexp(1.0, -11),
+           "fp16 rounding is to nearest, ties to even, subnormals and overflow", d);
 }
 
 /* ------------------------------------------------------------------ transposed copies */
@@ -417,6 +451,7 @@ static void test_tolerances(void)
 int main(void)
 {
     test_roundings();
+    test_round_fp16();
     test_transposes();
     test_tolerances();
     return failures ? 1 : 0;
