@@ -212,9 +212,9 @@ static __device__ __forceinline__ void pst_sum_parts(Z *part, PstSplit sp)
 /* z1 of this rank's rows: b1 plus every block's partial sums (in rank order, added in fp32),
  * into own; on the step --check reads, also into z1_last. A thread takes 16 bytes of a row
  * from each block: 4 units in fp32, 8 in bf16's fp16 (1.3 us less a step at batch 256, and
- * the reduction's phase 0.7 us shorter: persistent_records.txt section 20a). The 8 blocks' pieces of a float4 are all loaded
- * before any is added: a load from another SM's shared memory takes hundreds of cycles, and
- * one after another they were most of the phase. */
+ * the reduction's phase 0.7 us shorter: persistent_records.txt section 20a). The 8 blocks'
+ * chunks are all loaded before any is added: a load from another SM's shared memory takes
+ * hundreds of cycles, and one after another they were most of the phase. */
 template <typename S>
 static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, int u0, bool record)
 {
