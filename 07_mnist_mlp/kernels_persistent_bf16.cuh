@@ -104,7 +104,8 @@ struct PstProduct<MlpBf16> {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pairs = sp.per / 32;
         int p = warp / pairs, mp = warp % pairs;
         if (p >= sp.parts) return;
-        int steps = ks / 16, s0 = p * steps / sp.parts, s1 = (p + 1) * steps / sp.parts;
+        int s0, s1;
+        pst_part_steps(sp, p, ks / 16, s0, s1);
         int mat = lane / 8, row = lane % 8;
         float acc[2][NT][4];
 #pragma unroll

@@ -77,7 +77,8 @@ struct PstProduct<MlpFp32> {
         int t = threadIdx.x, p = t / sp.per;
         if (p >= sp.parts) return;
         int rg = sp.per / 8, ty = t % sp.per / 8, tx = t % 8;
-        int quads = ks / 4, q0 = p * quads / sp.parts, q1 = (p + 1) * quads / sp.parts;
+        int q0, q1;
+        pst_part_steps(sp, p, ks / 4, q0, q1);
         float acc[8][9];
 #pragma unroll
         for (int i = 0; i < 8; i++)

@@ -78,6 +78,14 @@ static inline __host__ __device__ PstSplit pst_split(int rows, int granule)
     return s;
 }
 
+/* Part p's share of the slice's n steps (bf16's k-steps of 16 pixels, fp32's quads of 4):
+ * steps begin .. end. --check's CPU model of bf16's rounded sums takes the same parts
+ * (steps_persistent.cuh's pst_bf16_z1_sum). */
+static inline __host__ __device__ void pst_part_steps(PstSplit sp, int p, int n, int &begin, int &end)
+{
+    begin = p * n / sp.parts, end = (p + 1) * n / sp.parts;
+}
+
 template <typename S>
 struct PstProduct;
 

@@ -254,8 +254,10 @@ static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int
         const int k0 = pst_slice_begin(q, P::QUANTUM), steps = (pst_slice_begin(q + 1, P::QUANTUM) - k0) / P::QUANTUM;
         double slice = 0.0;
         for (int p = 0; p < sp.parts; p++) {
+            int s0, s1;
+            pst_part_steps(sp, p, steps, s0, s1);
             double part = 0.0;
-            for (int k = k0 + p * steps / sp.parts * P::QUANTUM; k < k0 + (p + 1) * steps / sp.parts * P::QUANTUM; k++)
+            for (int k = k0 + s0 * P::QUANTUM; k < k0 + s1 * P::QUANTUM; k++)
                 part += (double)xb[k] * w1[(size_t)k * hidden + j];
             slice += mlp_round_fp16((float)part);
         }
