@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
         /* forward */
-        P::forward(sm.xs, sm.w1s, sm.part, ks, sp);
+        P::forward(sm.xs, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {
             __syncthreads();
             pst_sum_parts(sm.part, sp);
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         if (next) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
-        if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu);
+        if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
         __syncthreads();
         if (next) pst_put_row(sm, row, label, a, next_rows, rank, ks);
         __syncthreads();

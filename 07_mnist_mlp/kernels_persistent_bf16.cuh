@@ -18,6 +18,7 @@ template <>
 struct PstProduct<MlpBf16> {
     typedef bf16 T;
     typedef __half Z; /* the forward's partial sums (PstChunk) */
+    typedef bf16 D;   /* dz1, the dW1 product's operand */
     static constexpr int QUANTUM = 16;          /* pixels: one k-step; slices of 96 or 112 */
     static constexpr int MAX_SLICE = 112;
     static constexpr int X_ROW = MAX_SLICE + 8; /* 120 bf16, 240 bytes: the 8 rows an ldmatrix reads */
@@ -25,6 +26,7 @@ struct PstProduct<MlpBf16> {
     static constexpr int D_ROW = PST_UNITS;     /* so those rows fall in 8 different groups of 4 banks */
     static constexpr int GRANULE = 32;
     static constexpr int NT = PST_UNITS / 8;    /* n-tiles: 9 */
+    static constexpr int W1S = MAX_SLICE * W_ROW; /* elements of the block's w1s */
     float w[NT][4], v[NT][4]; /* master weights and velocity of warp w's pixels 16 w .., as its accumulators */
 
     struct Row {
@@ -99,7 +101,8 @@ struct PstProduct<MlpBf16> {
     }
 
     /* Warp (p, mp) of parts x per / 32: rows 32 mp .. 32 mp + 31, its share of the k-steps. */
-    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp)
+    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp, float,
+                                                   float)
     {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pairs = sp.per / 32;
         int p = warp / pairs, mp = warp % pairs;
@@ -143,7 +146,7 @@ struct PstProduct<MlpBf16> {
     /* dW1 for warp w's 16 pixels over the batch rows (rounded up to 16: the rows past the
        batch are zero in both operands), then the step, and the new weights' bf16 copy. */
     __device__ __forceinline__ void dw1_step(const T *xs, const void *dz1, T *w1s, int ks, int rows, float lr,
-                                             float mu)
+                                             float mu, float, float)
     {
         if (!owns_dw1(ks)) return;
         const T *d = (const T *)dz1;

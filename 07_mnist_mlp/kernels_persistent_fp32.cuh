@@ -9,6 +9,7 @@ template <>
 struct PstProduct<MlpFp32> {
     typedef float T;
     typedef float Z; /* the forward's partial sums (PstChunk) */
+    typedef float D; /* dz1, the dW1 product's operand */
     static constexpr int QUANTUM = 4;           /* pixels: slices of 96 or 100 */
     static constexpr int MAX_SLICE = 100;
     static constexpr int X_ROW = MAX_SLICE;     /* floats of a row of x: rows 4 banks apart */
@@ -16,6 +17,7 @@ struct PstProduct<MlpFp32> {
     static constexpr int D_ROW = PST_UNITS;     /* of a row of dz1 */
     static constexpr int GRANULE = 8;
     static constexpr int UG = PST_UNITS / 8;    /* dW1's groups of 8 units: 9 */
+    static constexpr int W1S = MAX_SLICE * W_ROW; /* elements of the block's w1s */
     float v[4][8]; /* velocity of pixels 4 pg + i, units 8 ug + j (thread UG pg + ug) */
 
     /* A row of the batch on its way in: the 16-byte words that hold the slice's bytes (its
@@ -71,7 +73,8 @@ struct PstProduct<MlpFp32> {
        ty + (per / 8) i and units 4 tx .. 4 tx + 3, 32 + 4 tx .. 32 + 4 tx + 3 and 64 + tx
        (so that the 8 threads tx read contiguous pieces of a row of W1), over its share of
        the pixels: per 4 pixels, 8 float4 of x and 12 loads of W1 for 288 FMAs. */
-    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp)
+    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp, float,
+                                                   float)
     {
         const float4 *xs4 = (const float4 *)xs;
         int t = threadIdx.x, p = t / sp.per;
@@ -137,7 +140,8 @@ struct PstProduct<MlpFp32> {
        dW1_step_next_x went from 24.3 to 16.1 us a step at batch 256 on an H200 with 8 x 9
        tiles over two halves of the rows (208 threads, 4.2 FMAs a wavefront), and to 14.7
        with these (240 threads). */
-    __device__ __forceinline__ void dw1_step(T *xs, const void *dz1, T *w1s, int ks, int rows, float lr, float mu)
+    __device__ __forceinline__ void dw1_step(T *xs, const void *dz1, T *w1s, int ks, int rows, float lr, float mu,
+                                             float, float)
     {
         const float *d = (const float *)dz1;
         const int t = threadIdx.x, h = t / DW_PART, pg = t % DW_PART / 8, ug = t % 8;
@@ -214,23 +218,31 @@ struct PstProduct<MlpFp32> {
         pst_fetch_words(row.chunk, image, k0 & ~15, (k0 & 15) + ks);
     }
 
-    /* ... and into x, normalized as p * scale + shift: word i of the slice is word i + SKIP of
-       the row (SKIP a constant, so the words stay in registers). */
-    template <int SKIP>
-    static __device__ __forceinline__ void put_words(float4 *xs4, const Row &row, int ks, float scale, float shift)
+    /* The slice's words (4 pixels each) in order, to put(i, word): word i of the slice is word
+       i + SKIP of the row (SKIP a constant, so the words stay in registers). */
+    template <int SKIP, typename Put>
+    static __device__ __forceinline__ void each_word_at(const Row &row, int ks, Put put)
     {
 #pragma unroll
         for (int i = 0; i < MAX_SLICE / 4; i++) {
             if (4 * i >= ks) break;
             const uint4 c = row.chunk[(i + SKIP) / 4];
             const int e = (i + SKIP) % 4;
-            unsigned w = e == 0 ? c.x : e == 1 ? c.y : e == 2 ? c.z : c.w;
-            xs4[i] = make_float4(fmaf(pst_byte_float(w, 0), scale, shift), fmaf(pst_byte_float(w, 1), scale, shift),
-                                 fmaf(pst_byte_float(w, 2), scale, shift), fmaf(pst_byte_float(w, 3), scale, shift));
+            put(i, e == 0 ? c.x : e == 1 ? c.y : e == 2 ? c.z : c.w);
+        }
+    }
+    template <typename Put>
+    static __device__ __forceinline__ void each_word(const Row &row, int ks, Put put)
+    {
+        switch (row.skip) {
+        case 0: each_word_at<0>(row, ks, put); break;
+        case 1: each_word_at<1>(row, ks, put); break;
+        case 2: each_word_at<2>(row, ks, put); break;
+        default: each_word_at<3>(row, ks, put); break;
         }
     }
 
-    /* (valid false: zeros, a row past the batch) */
+    /* ... and into x, normalized as p * scale + shift (valid false: zeros, a row past the batch) */
     static __device__ __forceinline__ void put(T *xs, int r, const Row &row, int ks, bool valid, float scale,
                                                float shift)
     {
@@ -239,12 +251,10 @@ struct PstProduct<MlpFp32> {
             for (int i = 0; i < X_ROW / 4; i++) xs4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             return;
         }
-        switch (row.skip) {
-        case 0: put_words<0>(xs4, row, ks, scale, shift); break;
-        case 1: put_words<1>(xs4, row, ks, scale, shift); break;
-        case 2: put_words<2>(xs4, row, ks, scale, shift); break;
-        default: put_words<3>(xs4, row, ks, scale, shift); break;
-        }
+        each_word(row, ks, [&](int i, unsigned w) {
+            xs4[i] = make_float4(fmaf(pst_byte_float(w, 0), scale, shift), fmaf(pst_byte_float(w, 1), scale, shift),
+                                 fmaf(pst_byte_float(w, 2), scale, shift), fmaf(pst_byte_float(w, 3), scale, shift));
+        });
         if (ks < X_ROW) xs4[ks / 4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dW1's last 10 pixels */
     }
 

@@ -11,8 +11,7 @@
 #ifndef CH07_KERNELS_PERSISTENT_PHASES_CUH
 #define CH07_KERNELS_PERSISTENT_PHASES_CUH
 
-#include "kernels_persistent_bf16.cuh"
-#include "kernels_persistent_fp32.cuh"
+#include "kernels_persistent_bf16x3.cuh"
 #include "kernels_persistent_sync.cuh"
 
 /* One launch: a training epoch (train = 1) or the test pass (train = 0). */
@@ -47,7 +46,7 @@ struct PstShared {
     typedef typename PstProduct<S>::T T;
     alignas(16) T xs[PST_MAX_ROWS * PstProduct<S>::X_ROW];
     alignas(16) typename PstProduct<S>::Z part[PST_MAX_ROWS * PST_UNITS];
-    alignas(16) T w1s[PstProduct<S>::MAX_SLICE * PstProduct<S>::W_ROW];
+    alignas(16) T w1s[PstProduct<S>::W1S];
     alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
     alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
     alignas(16) float b1[PST_UNITS], vb1[PST_UNITS], gb1[PST_UNITS];
@@ -64,9 +63,10 @@ struct PstShared {
 template <typename S>
 constexpr bool pst_dz1_on_part_rows(void)
 {
-    return PstProduct<S>::D_ROW * sizeof(typename PstProduct<S>::T) == PST_UNITS * sizeof(typename PstProduct<S>::Z);
+    return PstProduct<S>::D_ROW * sizeof(typename PstProduct<S>::D) == PST_UNITS * sizeof(typename PstProduct<S>::Z);
 }
-static_assert(pst_dz1_on_part_rows<MlpFp32>() && pst_dz1_on_part_rows<MlpBf16>(), "dz1's rows are the parts' rows");
+static_assert(pst_dz1_on_part_rows<MlpFp32>() && pst_dz1_on_part_rows<MlpBf16>() && pst_dz1_on_part_rows<MlpBf16x3>(),
+              "dz1's rows are the parts' rows");
 
 /* Batch rows of step s, and the rows a rank finishes (R of them from R q; R = ceil(rows / 8)). */
 static inline __host__ __device__ int pst_rows(const PstArgs &a, int s)

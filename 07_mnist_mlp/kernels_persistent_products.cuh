@@ -1,7 +1,8 @@
 /* Chapter 07: the two matrix products of the persistent trainer's blocks
- * (kernels_persistent.cuh), and the SGD step of W1 that follows the second one: what both
- * precisions share (the tile sizes, the slices, the K split, a batch row's bytes), with one
- * file a precision: kernels_persistent_fp32.cuh and kernels_persistent_bf16.cuh.
+ * (kernels_persistent.cuh), and the SGD step of W1 that follows the second one: what the
+ * products share (the tile sizes, the slices, the K split, a batch row's bytes), with one
+ * file each: kernels_persistent_fp32.cuh, kernels_persistent_bf16x3.cuh and
+ * kernels_persistent_bf16.cuh.
  *
  * Block q of cluster g owns a slice of W1: pixels k0 .. k0 + ks of the 784 by the cluster's
  * 72 hidden units. Per step:
@@ -11,8 +12,8 @@
  *   step      v = mu v + g;  W1 -= lr v
  *
  * The slice of W1 lives in shared memory from the first step to the last, and its velocity
- * (and for bf16 its fp32 master copy) in the registers of the threads that compute its
- * gradient: no step reads or writes W1 in device memory. Two precisions, one struct each
+ * (and for bf16 and bf16x3 its fp32 master copy) in the registers of the threads that
+ * compute its gradient: no step reads or writes W1 in device memory. One struct a product
  * (PstProduct<S>: its layout, the load and store of its slice, the two products, a batch
  * row into x, dz1 into the product's operand):
  *
@@ -34,6 +35,10 @@
  *                         time), read with ldmatrix.trans as in kernels_backward_mma.cuh.
  *                         The fp32 master weights and velocities sit in the accumulators'
  *                         layout, and the step writes the bf16 copy the forward reads.
+ *   PstProduct<MlpBf16x3> fp32's numbers on bf16's tensor cores: the pixels as bf16 (exact),
+ *                         W1 and dz1 each as three bf16 pieces whose sum is the fp32 value,
+ *                         three products into one fp32 accumulator; fp32's slices, partial
+ *                         sums and dz1, bf16's tiles (kernels_persistent_bf16x3.cuh).
  *
  * At a small batch the forward alone leaves threads idle (32 rows are 4 of the fp32 row
  * tiles, one warp of bf16), so it splits K: `parts` groups of threads take a range of the

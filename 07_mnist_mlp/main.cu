@@ -3,7 +3,7 @@
  * graph per epoch (one of them fed through chapter 06's double buffer instead of keeping
  * the data set on the GPU), plus the same trainer on cuBLAS, the same step with its two big
  * products on chapter 05's tensor cores in TF32 and in bf16, and a whole epoch in one
- * persistent launch with the weights on the chip (fp32 and bf16).
+ * persistent launch with the weights on the chip (fp32, fp32 on tensor cores, and bf16).
  *
  *   --check   one training step of every trainer against a double-precision CPU step,
  *             and a finite-difference check of the CPU gradients (synthetic data)
@@ -26,10 +26,11 @@
  *   steps_three.cuh    the three-launch step's family (optimized, bf16) and its backward
  *                      kernel's choice; steps_three_parts.cuh the step itself;
  *                      kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
- *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16);
+ *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16x3,
+ *                      persistent_bf16);
  *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
  *                      its phases, kernels_persistent_products.cuh its two products (with
- *                      kernels_persistent_fp32.cuh and _bf16.cuh, one precision each),
+ *                      kernels_persistent_fp32.cuh, _bf16x3.cuh and _bf16.cuh, one each),
  *                      kernels_persistent_sync.cuh how its blocks reach each other
  *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
  *   flags.cuh          the chapter's command line

@@ -42,12 +42,12 @@ __global__ void __launch_bounds__(PST_THREADS, 1)
     long long start = clock64();
     for (int r = 0; r < reps; r++) {
         if (which == 0) {
-            P::forward(sm.xs, sm.w1s, sm.part, ks, sp);
+            P::forward(sm.xs, sm.w1s, sm.part, ks, sp, 0.01f, -0.4f);
         } else {
             int image = (blockIdx.x * PST_THREADS + threadIdx.x + 977 * r) % kImages;
             P::fetch(row, pixels + (size_t)image * IDX_PIXELS, 0, ks);
             __syncthreads();
-            prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, 0.01f, 0.9f);
+            prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, 0.01f, 0.9f, 0.01f, -0.4f);
             __syncthreads();
             P::put(sm.xs, threadIdx.x, row, ks, (int)threadIdx.x < rows, 0.01f, -0.4f);
         }

@@ -1,4 +1,5 @@
-/* Chapter 07: the persistent trainers, `persistent` (fp32) and `persistent_bf16`: a whole
+/* Chapter 07: the persistent trainers, `persistent` (fp32), `persistent_bf16x3` (fp32 on
+ * tensor cores) and `persistent_bf16`: a whole
  * epoch in one launch of kernels_persistent.cuh's mlp_persistent, the weights on the chip
  * for all its steps, and the test pass through the same kernel.
  *
@@ -218,6 +219,7 @@ static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2
                                                         "softmax_backward", "small_step", "dW1_step_next_x"};
 static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpFp32>};
 static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16>};
+static const StepStages PERSISTENT_BF16X3_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16x3>};
 
 /* The test pass: the same kernel without the backward pass, in batches of t->batch. */
 template <typename S>
@@ -238,6 +240,16 @@ static const StepFamily PERSISTENT_STEPS = {
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpFp32>,
     .tolerances = NULL, .stages = &PERSISTENT_STAGES,
     .epoch = pst_epoch<MlpFp32>, .unsupported = pst_unsupported<MlpFp32>,
+    .z1_sum = NULL,
+};
+
+/* bf16x3: fp32's numbers (kernels_persistent_bf16x3.cuh), checked as fp32 is. */
+static const StepFamily PERSISTENT_BF16X3_STEPS = {
+    .fused = 0, .capturable = 0,
+    .create = pst_create<MlpBf16x3>, .destroy = pst_destroy,
+    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16x3>,
+    .tolerances = NULL, .stages = &PERSISTENT_BF16X3_STAGES,
+    .epoch = pst_epoch<MlpBf16x3>, .unsupported = pst_unsupported<MlpBf16x3>,
     .z1_sum = NULL,
 };
 

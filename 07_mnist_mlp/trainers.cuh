@@ -28,6 +28,7 @@ static const Impl IMPLS[] = {
     {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "tf32"},
     {"bf16", "optimized", &THREE_BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH, "optimized", "bf16"},
     {"persistent", "optimized", &PERSISTENT_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE, "optimized", "fp32"},
+    {"persistent_bf16x3", "optimized", &PERSISTENT_BF16X3_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE, "persistent", "fp32"},
     {"persistent_bf16", "optimized", &PERSISTENT_BF16_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE, "persistent", "bf16"},
 };
 #define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])

@@ -3,6 +3,8 @@
  *   - the roundings to bf16, TF32 and fp16 against a brute-force nearest value, ties
  *     included (fp16 also against the compiler's _Float16 where it has one, subnormals and
  *     overflow included); the bf16 packing;
+ *   - the three bf16 pieces of persistent_bf16x3 (pst_split3_pair): their sum is the fp32
+ *     value exactly, and a pixel (0..255) times a piece is exact in fp32;
  *   - the transposed copies: the W1 tiles of the update kernel cover W1 once and write
  *     W1t = W1^T; the hidden backward kernel's pieces of dz1t cover it once, and every
  *     wide store is whole and 16-byte aligned (at batch 256 all of them are wide);
@@ -121,6 +123,38 @@ static void test_round_fp16(void)
              ties, bad, worst, ldexp(1.0, -11), native ? (bad_native ? "differs from _Float16" : "all as _Float16") : "no _Float16 here");
     result(bad == 0 && bad_native == 0 && special && worst <= ldexp(1.0, -11),
            "fp16 rounding is to nearest, ties to even, subnormals and overflow", d);
+}
+
+/* persistent_bf16x3's pieces, as pst_split3_pair makes them (each the remainder rounded to
+ * bf16; the GPU's cvt.rn rounds as mlp_round_bf16): hi + mid + lo is w exactly for every
+ * normal fp32 w down to 2^-110 (below it the last piece would be a bf16 subnormal), and a
+ * pixel times a piece (8 x 8 significant bits) is exact in fp32, so the tensor cores'
+ * products are exact and only their fp32 sums round. */
+static void test_split3(void)
+{
+    Rng r = {77};
+    int bad_sum = 0, bad_piece = 0, bad_product = 0;
+    for (int i = 0; i < 2000000; i++) {
+        unsigned u = (unsigned)(rng_next(&r) >> 32);
+        u = (u & 0x807fffffu) | ((17u + (u >> 24) % 220u) << 23); /* exponents 2^-110 .. 2^109 */
+        if (i % 64 == 0) u = (u & ~0xffffu) | 0x8000u;              /* a tie at the first rounding */
+        if (i % 64 == 1) u = (u & ~0xffu) | 0x80u;                  /* ... and at the second */
+        const float w = tc_bits_float(u);
+        float rest = w, piece[3];
+        for (int k = 0; k < 3; k++) {
+            piece[k] = mlp_round_bf16(rest);
+            rest -= piece[k];
+            bad_piece += mlp_round_bf16(piece[k]) != piece[k];
+        }
+        bad_sum += rest != 0.0f || (double)piece[0] + piece[1] + piece[2] != (double)w;
+        const float p = (float)(rng_next(&r) % 256);
+        for (int k = 0; k < 3; k++) bad_product += (double)(p * piece[k]) != (double)p * piece[k];
+    }
+    char d[160];
+    snprintf(d, sizeof d, "2e6 values, 2^-110 to 2^109, ties included: %d sums off, %d pieces not bf16, %d products rounded",
+             bad_sum, bad_piece, bad_product);
+    result(bad_sum == 0 && bad_piece == 0 && bad_product == 0,
+           "an fp32 value is the sum of its three bf16 pieces, exactly", d);
 }
 
 /* ------------------------------------------------------------------ transposed copies */
@@ -452,6 +486,7 @@ int main(void)
 {
     test_roundings();
     test_round_fp16();
+    test_split3();
     test_transposes();
     test_tolerances();
     return failures ? 1 : 0;
