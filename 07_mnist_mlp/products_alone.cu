@@ -1,5 +1,5 @@
-/* Chapter 07: the persistent trainers' two products alone (kernels_persistent_fp32.cuh and
- * _bf16.cuh), in a plain launch that Nsight Compute can profile: it cannot profile the
+/* Chapter 07: the persistent trainers' two products alone (kernels_persistent_fp32.cuh,
+ * _bf16x3.cuh and _bf16.cuh), in a plain launch that Nsight Compute can profile: it cannot profile the
  * persistent launch itself (cooperative, with clusters). 120 blocks of 256 threads, one an
  * SM, each with the trainer's shared memory (PstShared), run one product `--reps` times;
  * the dW1 product, as in the trainer, with the next batch's rows loaded before it and put
@@ -12,12 +12,13 @@
  *   ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:product_alone \
  *       --section WarpStateStats ./products_alone --kernel fp32_dw1
  *
- * persistent_records.txt sections 16 and 17 are what it measured. Needs sm_90 (227 KB of shared
+ * persistent_records.txt sections 16, 17 and 21 are what it measured. Needs sm_90 (227 KB of shared
  * memory a block); elsewhere it says so and exits 0. */
 #include "../common/cuda_utils.cuh"
 #include "kernels_persistent_phases.cuh"
 
-static const char *const kProducts[] = {"fp32_forward", "fp32_dw1", "bf16_forward", "bf16_dw1", NULL};
+static const char *const kProducts[] = {"fp32_forward", "fp32_dw1", "bf16x3_forward", "bf16x3_dw1",
+                                        "bf16_forward", "bf16_dw1",     NULL};
 static const int kBlocks = 120, kImages = 60000, kHidden = 1024;
 
 /* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put) `reps` times on
@@ -87,14 +88,15 @@ static void time_product(const char *name, int which, int rows, int reps, const 
     long long host[kBlocks], slowest = 0;
     CUDA_CHECK(cudaMemcpy(host, cycles, sizeof(host), cudaMemcpyDeviceToHost));
     for (int b = 0; b < kBlocks; b++) slowest = host[b] > slowest ? host[b] : slowest;
-    printf("%-13s rows %3d  %3d registers  %7.2f us a repetition  %7.0f cycles (slowest block)\n", name, rows,
+    printf("%-14s rows %3d  %3d registers  %7.2f us a repetition  %7.0f cycles (slowest block)\n", name, rows,
            fa.numRegs, best_ms * 1000.0f / reps, (double)slowest / reps);
 }
 
 static const char kUsage[] =
     "usage: products_alone [--kernel NAME[,NAME...]] [-n ROWS[,ROWS...]] [--reps N] [--help]\n"
     "the persistent trainers' two products alone, in a launch Nsight Compute can profile\n"
-    "  --kernel NAME  fp32_forward, fp32_dw1, bf16_forward, bf16_dw1 (default: all four)\n"
+    "  --kernel NAME  fp32_forward, fp32_dw1, bf16x3_forward, bf16x3_dw1, bf16_forward, bf16_dw1\n"
+    "                 (default: all six)\n"
     "  -n ROWS        batch rows, 1-256 (default 256)\n"
     "  --reps N       repetitions in one launch, 1-100000 (default 100); the best of 5 launches\n";
 
@@ -163,6 +165,9 @@ int main(int argc, char **argv)
         int rows = (int)size_at(&o, &default_rows, s);
         if (kernel_selected(&o, "fp32_forward")) time_product<MlpFp32>("fp32_forward", 0, rows, o.reps, w1, pixels, out, cycles);
         if (kernel_selected(&o, "fp32_dw1")) time_product<MlpFp32>("fp32_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "bf16x3_forward"))
+            time_product<MlpBf16x3>("bf16x3_forward", 0, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "bf16x3_dw1")) time_product<MlpBf16x3>("bf16x3_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
         if (kernel_selected(&o, "bf16_forward")) time_product<MlpBf16>("bf16_forward", 0, rows, o.reps, w1, pixels, out, cycles);
         if (kernel_selected(&o, "bf16_dw1")) time_product<MlpBf16>("bf16_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
     }
