@@ -74,11 +74,9 @@ struct PstProduct<MlpBf16x3> {
        n-tile 8, 64 + c. So lane (g, q)'s accumulators of n-tiles 4a .. 4a + 3 hold units
        32 a + 8 q .. 32 a + 8 q + 7 of its two pixels. */
     static __device__ __forceinline__ int dw1_unit(int j, int c) { return j < 8 ? 32 * (j / 4) + 4 * c + j % 4 : 64 + c; }
-    /* Accumulator element (j, e) of lane l: pixel 16 warp + l / 4 + 8 (e / 2), unit dw1_unit(j, 2 (l % 4) + e % 2). */
-    static __device__ __forceinline__ int acc_pixel(int e)
-    {
-        return threadIdx.x / 32 * 16 + threadIdx.x % 32 / 4 + 8 * (e / 2);
-    }
+    /* Accumulator element (j, e) of lane l: pixel 16 warp + l / 4 + 8 (e / 2), as bf16's, and
+       unit dw1_unit(j, 2 (l % 4) + e % 2). */
+    static __device__ __forceinline__ int acc_pixel(int e) { return B::acc_pixel(e); }
     static __device__ __forceinline__ int acc_unit(int j, int e) { return dw1_unit(j, 2 * (threadIdx.x % 4) + e % 2); }
 
     /* Weights w[8] of pixel k, units u .. u + 7 (u a multiple of 8), as pieces. */

@@ -76,9 +76,8 @@ typedef struct {
     /* why it cannot train H hidden units in batches of B on this GPU: 1 and the reason in
        why, or 0 if it can (NULL: it always can) */
     int (*unsupported)(int hidden, int batch, char *why, size_t len);
-    /* --check: x's row times W1's column j as its forward sums it in a batch of `batch` rows,
-       reference.h's RefZ1Sum (NULL: one sum, as the CPU's) */
-    double (*z1_sum)(const float *xb, const double *w1, int hidden, int j, int batch);
+    /* --check: x's row times W1's column j as its forward sums it (NULL: one sum, as the CPU's) */
+    RefZ1Sum z1_sum;
 } StepFamily;
 
 typedef struct {
