@@ -39,7 +39,8 @@
  *                     the same; b2, whose gradient every cluster sums alike, in every
  *                     cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
- *                     next batch's slice of x, its loads issued before the product
+ *                     next batch's slice of x, its loads issued before the product (bf16,
+ *                     with two buffers of x, puts it during the cluster barriers instead)
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
  * is the batch (each block its slice of the pixels: 25 KB at batch 256) and z2's shares
@@ -86,7 +87,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
     typename P::Row row;
     int label = 0;
     pst_fetch_row<S>(row, label, a, pst_image(a, 0), k0, ks);
-    pst_put_row(sm, row, label, a, pst_rows(a, 0), rank, ks);
+    pst_put_row(sm, sm.xs, row, label, a, pst_rows(a, 0), rank, ks);
     __syncthreads();
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
     const bool stamp = a.phase_cycles && blockIdx.x == 0 && threadIdx.x == 0;
@@ -98,18 +99,34 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
             cycles[phase] += now_ - last, last = now_;                                             \
         }                                                                                          \
     } while (0)
+    /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other
+       one during the step, in the two cluster barriers' waits: its loads are issued between the
+       halves of the forward's, its put between those of the one after dz1's stores, where a
+       block would otherwise only wait for the slowest of the eight; the dW1 product is then
+       followed by the next forward at once (persistent_records.txt section 22). With one
+       buffer (fp32, bf16x3: no room for two), the loads are issued in small_step and the put
+       follows the dW1 product, which reads x until its end. */
+    constexpr bool EARLY_PUT = P::X_BUFFERS == 2;
     for (int s = 0; s < a.steps; s++) {
         const int rows = pst_rows(a, s), buf = s & 1;
         const bool record = a.train && s == a.steps - 1;
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
+        typename P::T *x = sm.xs + (EARLY_PUT ? buf : 0) * P::X_SIZE, *x_next = sm.xs + (EARLY_PUT ? 1 - buf : 0) * P::X_SIZE;
+        int ahead = EARLY_PUT ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
         /* forward */
-        P::forward(sm.xs, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
+        P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {
             __syncthreads();
             pst_sum_parts(sm.part, sp);
         }
-        tc_cluster_sync();
+        if (EARLY_PUT) {
+            pst_cluster_arrive();
+            if (s + 1 < a.steps) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
+            pst_cluster_wait();
+        } else {
+            tc_cluster_sync();
+        }
         PST_STAMP(PST_FORWARD);
         /* reduce_z1_z2 */
         pst_reduce_z1(sm, a, o, u0, record);
@@ -118,7 +135,8 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         __syncthreads();
         PST_STAMP(PST_REDUCE);
         /* z2_shares: they are the barrier between the clusters */
-        const int ahead = pst_image(a, s + 1); /* the next step's image, for small_step's fetch */
+        if (!EARLY_PUT) ahead = pst_image(a, s + 1);
+        const bool next = s + 1 < a.steps;
         pst_z2_shares(sm, a, o, groups, buf, s + 1);
         __syncthreads();
         PST_STAMP(PST_Z2_SHARES);
@@ -128,21 +146,29 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         if (group == 0 && threadIdx.x == 0) pst_loss_sum(sm, a, s);
         if (a.train) {
             pst_backward_small(sm, o, rows);
-            tc_cluster_sync();
+            if (EARLY_PUT) {
+                pst_cluster_arrive();
+                if (next) pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
+                pst_cluster_wait();
+            } else {
+                tc_cluster_sync();
+            }
             PST_STAMP(PST_SOFTMAX);
             /* small_step */
             pst_step_small(sm, a.lr, a.mu);
+        } else if (EARLY_PUT && next) {
+            pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
         }
-        /* dW1_step_next_x: the next batch's loads in flight during the product */
-        const bool next = s + 1 < a.steps;
-        const int next_rows = next ? pst_rows(a, s + 1) : 0;
-        if (next) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
+        /* dW1_step_next_x: with one buffer, the next batch's loads in flight during the product */
+        if (!EARLY_PUT && next) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
-        if (a.train) prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
+        if (a.train) prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
         __syncthreads();
-        if (next) pst_put_row(sm, row, label, a, next_rows, rank, ks);
-        __syncthreads();
+        if (!EARLY_PUT) {
+            if (next) pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
+            __syncthreads();
+        }
         PST_STAMP(PST_DW1);
     }
 #undef PST_STAMP

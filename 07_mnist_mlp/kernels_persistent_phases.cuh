@@ -35,7 +35,8 @@ typedef struct {
 /* The phases of a step, as the bench reports them (phase_cycles). */
 enum { PST_FORWARD, PST_REDUCE, PST_Z2_SHARES, PST_SOFTMAX, PST_SMALL_STEP, PST_DW1, PST_PHASES };
 
-/* A block's shared memory. part holds the forward's partial sums, then (from
+/* A block's shared memory. xs holds the batch's slice of x (bf16: two buffers, the step's
+ * and the next's, by the step's parity); part holds the forward's partial sums, then (from
  * softmax_backward on) dz1 of every row of the batch in the product's type; own holds z1
  * of the block's rows, then their dz1. The small parameters: W2's rows of the cluster's
  * units, b1 of them, b2, each with its velocity (v...) and the block's share of its
@@ -44,7 +45,7 @@ enum { PST_FORWARD, PST_REDUCE, PST_Z2_SHARES, PST_SOFTMAX, PST_SMALL_STEP, PST_
 template <typename S>
 struct PstShared {
     typedef typename PstProduct<S>::T T;
-    alignas(16) T xs[PST_MAX_ROWS * PstProduct<S>::X_ROW];
+    alignas(16) T xs[PstProduct<S>::X_BUFFERS * PstProduct<S>::X_SIZE];
     alignas(16) typename PstProduct<S>::Z part[PST_MAX_ROWS * PST_UNITS];
     alignas(16) T w1s[PstProduct<S>::W1S];
     alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
@@ -116,11 +117,12 @@ static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row
 /* ... into x (rows past the batch: zeros, which the products may read) and the labels of
  * this rank's rows. */
 template <typename S>
-static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, const typename PstProduct<S>::Row &row, int label,
-                                                   const PstArgs &a, int rows, int rank, int ks)
+static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, typename PstProduct<S>::T *x,
+                                                   const typename PstProduct<S>::Row &row, int label, const PstArgs &a,
+                                                   int rows, int rank, int ks)
 {
     int r = threadIdx.x;
-    PstProduct<S>::put(sm.xs, r, row, ks, r < rows, a.scale, a.shift);
+    PstProduct<S>::put(x, r, row, ks, r < rows, a.scale, a.shift);
     PstOwn o = pst_own(rows, rank);
     if (r >= o.r0 && r < o.r0 + o.n) sm.y[r - o.r0] = label;
 }

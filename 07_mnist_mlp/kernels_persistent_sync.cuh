@@ -62,6 +62,19 @@ static __device__ __forceinline__ uint4 pst_ld_peer16(uint32_t addr)
     return v;
 }
 
+/* The cluster barrier of tc_cluster_sync in its two halves, so that a block may work between
+ * them: after arrive, its own shared-memory writes and stores into the others are released
+ * to the cluster; wait returns once every block has arrived. */
+static __device__ __forceinline__ void pst_cluster_arrive(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void pst_cluster_wait(void)
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 /* A store into another block's shared memory (it does not wait for an answer). */
 static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
 {
