@@ -10,6 +10,8 @@
  *   pst_st_peer     a store there (the products' put_dz1 store dz1 with their own); the
  *                   cluster barrier that makes them visible is chapter 05's
  *                   tc_cluster_sync (barrier.cluster arrive.release and wait.acquire)
+ *   pst_cluster_arrive, pst_cluster_wait
+ *                   the same barrier in its two halves, for work done while waiting
  *   pst_put_share, pst_get_share
  *                   z2's shares between the clusters, each stored with its step's number
  *                   (only safe with every block resident: steps_persistent.cuh)
