@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         const bool record = a.train && s == a.steps - 1;
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
-        typename P::T *x = sm.xs + (EARLY_PUT ? buf : 0) * P::X_SIZE, *x_next = sm.xs + (EARLY_PUT ? 1 - buf : 0) * P::X_SIZE;
+        typename P::T *x = sm.xs + (EARLY_PUT ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (EARLY_PUT ? 1 - buf : 0) * sm.X_SIZE;
         int ahead = EARLY_PUT ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
         /* forward */
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
@@ -135,6 +135,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         __syncthreads();
         PST_STAMP(PST_REDUCE);
         /* z2_shares: they are the barrier between the clusters */
+        /* with one buffer, the index is loaded here: live through the forward, fp32's spill grew 8 -> 16 bytes */
         if (!EARLY_PUT) ahead = pst_image(a, s + 1);
         const bool next = s + 1 < a.steps;
         pst_z2_shares(sm, a, o, groups, buf, s + 1);

@@ -56,7 +56,6 @@ struct PstProduct<MlpBf16x3> {
     static_assert(16 * M_TILES > MAX_SLICE, "a pixel past the slice for the ones");
     static constexpr int X_ROW = 16 * M_TILES + 8; /* 120 bf16, 240 bytes, as bf16's */
     static constexpr int X_BUFFERS = 1;            /* no room for two */
-    static constexpr int X_SIZE = PST_MAX_ROWS * X_ROW; /* elements of a buffer of x */
     static constexpr int W_ROW = PST_UNITS, D_ROW = F::D_ROW;
     static constexpr int PIECE = 16 * M_TILES * W_ROW; /* bf16 of a piece (pixels past the slice: 0) */
     static constexpr int GRANULE = B::GRANULE;

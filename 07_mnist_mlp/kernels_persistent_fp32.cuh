@@ -14,7 +14,6 @@ struct PstProduct<MlpFp32> {
     static constexpr int MAX_SLICE = 100;
     static constexpr int X_ROW = MAX_SLICE;     /* floats of a row of x: rows 4 banks apart */
     static constexpr int X_BUFFERS = 1;         /* the dW1 product's sums use x's (kernels_persistent.cuh) */
-    static constexpr int X_SIZE = PST_MAX_ROWS * X_ROW; /* elements of a buffer of x */
     static constexpr int W_ROW = PST_UNITS;     /* of a row of W1 (one pixel, 72 units) */
     static constexpr int D_ROW = PST_UNITS;     /* of a row of dz1 */
     static constexpr int GRANULE = 8;

@@ -45,7 +45,8 @@ enum { PST_FORWARD, PST_REDUCE, PST_Z2_SHARES, PST_SOFTMAX, PST_SMALL_STEP, PST_
 template <typename S>
 struct PstShared {
     typedef typename PstProduct<S>::T T;
-    alignas(16) T xs[PstProduct<S>::X_BUFFERS * PstProduct<S>::X_SIZE];
+    static constexpr int X_SIZE = PST_MAX_ROWS * PstProduct<S>::X_ROW; /* elements of a buffer of x */
+    alignas(16) T xs[PstProduct<S>::X_BUFFERS * X_SIZE];
     alignas(16) typename PstProduct<S>::Z part[PST_MAX_ROWS * PST_UNITS];
     alignas(16) T w1s[PstProduct<S>::W1S];
     alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
