@@ -40,10 +40,10 @@
  *                     cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
  *                     next batch's slice of x, its loads issued before the product (bf16,
- *                     with two buffers of x, puts it during the cluster barriers instead)
+ *                     with two buffers of x: one TMA copy, issued at the barrier before)
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
- * is the batch (each block its slice of the pixels: 25 KB at batch 256) and z2's shares
+ * is the batch (each block its slice of the pixels: 25 KB at batch 256, bf16's 50) and z2's shares
  * (20 KB a cluster, each value with its step's number). z2part is double-buffered by the
  * step's parity: a block may write step s + 1's share while another still reads step s's,
  * but not step s + 2's (pst_z2_shares says why). Within a cluster, dz1's row r, stored by
@@ -71,7 +71,7 @@
 /* One block of 256 threads per SM (its shared memory is nearly all of the SM's), in
  * clusters of 8 (the launch sets the cluster size). */
 template <typename S>
-__global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a)
+__global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_constant__ PstArgs a)
 {
 #ifdef PST_DEVICE
     typedef PstProduct<S> P;
@@ -84,10 +84,12 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
     P prod;
     prod.load(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
     pst_load_small(sm, a, u0);
+    constexpr bool EARLY_PUT = P::X_BUFFERS == 2;
     typename P::Row row;
     int label = 0;
-    pst_fetch_row<S>(row, label, a, pst_image(a, 0), k0, ks);
-    pst_put_row(sm, sm.xs, row, label, a, pst_rows(a, 0), rank, ks);
+    pst_batch_load<S>(row, label, a, pst_image(a, 0), k0, ks);
+    if constexpr (EARLY_PUT) pst_first_copy(sm, a, k0);
+    pst_batch_put<S>(sm, sm.xs, row, label, a, pst_rows(a, 0), rank, ks);
     __syncthreads();
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
     const bool stamp = a.phase_cycles && blockIdx.x == 0 && threadIdx.x == 0;
@@ -100,13 +102,13 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         }                                                                                          \
     } while (0)
     /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other
-       one during the step, in the two cluster barriers' waits: its loads are issued between the
-       halves of the forward's, its put between those of the one after dz1's stores, where a
-       block would otherwise only wait for the slowest of the eight; the dW1 product is then
-       followed by the next forward at once (persistent_records.txt section 22). With one
-       buffer (fp32, bf16x3: no room for two), the loads are issued in small_step and the put
-       follows the dW1 product, which reads x until its end. */
-    constexpr bool EARLY_PUT = P::X_BUFFERS == 2;
+       one during the step: its rows, in bf16 and in the epoch's order (steps_persistent.cuh),
+       are one box of a tensor map, which one thread asks the TMA unit to copy while the block
+       waits at the barrier after dz1's stores; it lands during small_step and the dW1 product
+       and is waited for at the step's end, so that the next forward follows at once
+       (persistent_records.txt sections 22 and 24). With one buffer (fp32, bf16x3: no room for
+       two), the loads are issued in small_step and the put follows the dW1 product, which
+       reads x until its end. */
     for (int s = 0; s < a.steps; s++) {
         const int rows = pst_rows(a, s), buf = s & 1;
         const bool record = a.train && s == a.steps - 1;
@@ -122,7 +124,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
         }
         if (EARLY_PUT) {
             pst_cluster_arrive();
-            if (s + 1 < a.steps) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
+            if (s + 1 < a.steps) pst_batch_load<S>(row, label, a, ahead, k0, ks);
             pst_cluster_wait();
         } else {
             tc_cluster_sync();
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
             pst_backward_small(sm, o, rows);
             if (EARLY_PUT) {
                 pst_cluster_arrive();
-                if (next) pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
+                if (next) pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
                 pst_cluster_wait();
             } else {
                 tc_cluster_sync();
@@ -158,16 +160,17 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const PstArgs a
             /* small_step */
             pst_step_small(sm, a.lr, a.mu);
         } else if (EARLY_PUT && next) {
-            pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
+            pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
         }
         /* dW1_step_next_x: with one buffer, the next batch's loads in flight during the product */
-        if (!EARLY_PUT && next) pst_fetch_row<S>(row, label, a, ahead, k0, ks);
+        if (!EARLY_PUT && next) pst_batch_load<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
         if (a.train) prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
+        if constexpr (EARLY_PUT) { if (next) pst_batch_landed(sm, s + 1); }
         __syncthreads();
         if (!EARLY_PUT) {
-            if (next) pst_put_row(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
+            if (next) pst_batch_put<S>(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
             __syncthreads();
         }
         PST_STAMP(PST_DW1);

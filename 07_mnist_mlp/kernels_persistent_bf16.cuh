@@ -30,9 +30,8 @@ struct PstProduct<MlpBf16> {
     static constexpr int W1S = MAX_SLICE * W_ROW; /* elements of the block's w1s */
     float w[NT][4], v[NT][4]; /* master weights and velocity of warp w's pixels 16 w .., as its accumulators */
 
-    struct Row {
-        uint4 chunk[MAX_SLICE / 16];
-    };
+    /* The next batch is copied into x's other buffer by the TMA unit (pst_copy_batch): no row to hold. */
+    struct Row {};
 
     static __device__ __forceinline__ bool owns_dw1(int ks) { return (int)threadIdx.x / 32 < ks / 16; }
 
@@ -177,36 +176,6 @@ struct PstProduct<MlpBf16> {
                 w[j][e] -= lr * v[j][e];
             }
         put_bf16_copy(w1s);
-    }
-
-    static __device__ __forceinline__ void fetch(Row &row, const unsigned char *image, int k0, int ks)
-    {
-        pst_fetch_words(row.chunk, image, k0, ks);
-    }
-
-    static __device__ __forceinline__ void put(T *xs, int r, const Row &row, int ks, bool valid, float scale,
-                                               float shift)
-    {
-        uint4 *dst = (uint4 *)(xs + r * X_ROW);
-#pragma unroll
-        for (int c = 0; c < MAX_SLICE / 16; c++) {
-            if (16 * c >= ks) break;
-            if (!valid) {
-                dst[2 * c] = dst[2 * c + 1] = make_uint4(0u, 0u, 0u, 0u);
-                continue;
-            }
-            const unsigned wd[4] = {row.chunk[c].x, row.chunk[c].y, row.chunk[c].z, row.chunk[c].w};
-            unsigned out[8];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                out[2 * i] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 0), scale, shift),
-                                            fmaf(pst_byte_float(wd[i], 1), scale, shift));
-                out[2 * i + 1] = MlpBf16::pack2(fmaf(pst_byte_float(wd[i], 2), scale, shift),
-                                                fmaf(pst_byte_float(wd[i], 3), scale, shift));
-            }
-            dst[2 * c] = make_uint4(out[0], out[1], out[2], out[3]);
-            dst[2 * c + 1] = make_uint4(out[4], out[5], out[6], out[7]);
-        }
     }
 
     /* dz1 row r, units u .. u + 7, rounded, into the product's operand in a block of the

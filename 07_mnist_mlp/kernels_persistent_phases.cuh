@@ -2,7 +2,8 @@
  * is given (PstArgs), a block's shared memory (PstShared), and every phase of a step but the
  * two products (kernels_persistent_products.cuh, _fp32.cuh, _bf16.cuh):
  *
- *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row)
+ *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row),
+ *                      or (bf16) the batch copied into x's other buffer (pst_copy_batch); labels
  *   the small params   W2's rows, b1, b2 and their velocities in and out
  *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share
  *   small_step         pst_step_small
@@ -29,6 +30,8 @@ typedef struct {
     float *loss;                /* train: one sum a step; test: the total */
     int *correct;               /* test: rows whose largest logit is the label */
     float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
+    CUtensorMap rows;           /* bf16 (two buffers of x): the batch's rows in bf16, in step order
+                                   (pst_bf16_rows), as a 2-D tensor map: x comes in one TMA copy */
     long long *phase_cycles;    /* NULL, or PST_PHASES sums: block 0's clock cycles in each phase */
 } PstArgs;
 
@@ -58,6 +61,7 @@ struct PstShared {
     int y[PST_OWN_ROWS];
     float loss[PST_THREADS / 32]; /* each warp's sum of its rows' losses (cluster 0) */
     int correct[PST_THREADS / 32];
+    uint64_t x_full; /* bf16: its batch's TMA copy (pst_copy_batch) */
 };
 /* dz1's row r lies on the partial sums' row r (the same bytes), which only the rank that owns
  * row r reads (pst_reduce_z1) and stores dz1 into: so no other rank's dz1 can land on partial
@@ -91,6 +95,30 @@ static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
     return o;
 }
 
+/* bf16's rows of x for its TMA copies (steps_persistent.cuh): image order[i] of a set (image
+ * i where order is NULL) as row i, every pixel p as bf16(p * scale + shift), normalized as
+ * every persistent trainer does (one FMA) and rounded to nearest (cvt.rn). With the rows in
+ * the order the steps take them, a block's slice of a batch is one box of a 2-D tensor
+ * map, one request, where rows from 256 images are 256 (persistent_records.txt section 24).
+ * 8 pixels (16 bytes) a thread. */
+__global__ void pst_bf16_rows(const unsigned char *pixels, const int *order, int rows, float scale, float shift,
+                              uint4 *out)
+{
+    constexpr int CHUNKS = IDX_PIXELS / 8;
+    const size_t n = (size_t)rows * CHUNKS;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t row = i / CHUNKS, image = order ? (size_t)order[row] : row;
+        const uint2 p = *(const uint2 *)(pixels + image * IDX_PIXELS + 8 * (i % CHUNKS));
+        unsigned h[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const unsigned w = k < 2 ? p.x : p.y, b = 16 * (k % 2);
+            h[k] = MlpBf16::pack2(fmaf((float)((w >> b) & 255u), scale, shift), fmaf((float)((w >> (b + 8)) & 255u), scale, shift));
+        }
+        out[i] = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+}
+
 #ifdef PST_DEVICE
 
 /* ------------------------------------------------------------------ the batch */
@@ -105,27 +133,108 @@ static __device__ __forceinline__ int pst_image(const PstArgs &a, int s)
     return s < a.steps && r < pst_rows(a, s) ? __ldg(a.order + (size_t)s * a.batch + r) : -1;
 }
 
-/* Thread r's row of a batch, loaded ahead: its slice's pixels of image img, its label. */
+/* The products with one buffer of x (fp32, bf16x3): thread r's row of a batch, loaded ahead
+ * into registers (its slice's pixels of image img, as bytes) and put into x, converted,
+ * once the dW1 product has read x to its end. */
 template <typename S>
-static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
-                                                     int img, int k0, int ks)
+static __device__ __forceinline__ void pst_fetch_row(typename PstProduct<S>::Row &row, const PstArgs &a, int img,
+                                                     int k0, int ks)
 {
-    if (img < 0) return;
-    PstProduct<S>::fetch(row, a.pixels + (size_t)img * IDX_PIXELS, k0, ks);
-    label = __ldg(a.labels + img);
+    if (img >= 0) PstProduct<S>::fetch(row, a.pixels + (size_t)img * IDX_PIXELS, k0, ks);
 }
 
-/* ... into x (rows past the batch: zeros, which the products may read) and the labels of
- * this rank's rows. */
+/* ... into x (rows past the batch: zeros, which the products may read). */
 template <typename S>
-static __device__ __forceinline__ void pst_put_row(PstShared<S> &sm, typename PstProduct<S>::T *x,
-                                                   const typename PstProduct<S>::Row &row, int label, const PstArgs &a,
-                                                   int rows, int rank, int ks)
+static __device__ __forceinline__ void pst_put_row(typename PstProduct<S>::T *x, const typename PstProduct<S>::Row &row,
+                                                   const PstArgs &a, int rows, int ks)
 {
     int r = threadIdx.x;
     PstProduct<S>::put(x, r, row, ks, r < rows, a.scale, a.shift);
+}
+
+/* bf16, with two buffers of x: the next batch's slice, rows s0 .. s0 + batch - 1 of a.rows
+ * from pixel k0 (120 pixels: the slice and whatever follows it, x's padding; past the last
+ * row or pixel, zeros), copied into the other buffer by the TMA unit in one request, counted
+ * on sm.x_full; its thread waits for nothing. The copy lands while the step goes on. */
+template <typename S>
+static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename PstProduct<S>::T *x, const PstArgs &a,
+                                                      int s0, int k0)
+{
+    if (threadIdx.x != 0) return;
+    tc_mbar_arrive_expect(&sm.x_full, (unsigned)(a.batch * PstProduct<S>::X_ROW * sizeof(typename PstProduct<S>::T)));
+    tc_tma_load(x, &a.rows, &sm.x_full, k0, s0);
+}
+
+/* ... and every thread's wait for copy number `copy` (0 the first batch's, s + 1 step s's). */
+template <typename S>
+static __device__ __forceinline__ void pst_batch_landed(PstShared<S> &sm, int copy)
+{
+    tc_mbar_wait(&sm.x_full, (unsigned)copy & 1u);
+}
+
+/* The first batch: both buffers of x cleared (rows past the batch must read as zeros, and a
+ * copy writes only the batch's rows), the copies' mbarrier made, and the first copy, landed.
+ * The clearing stores are the threads' own (the generic proxy), the copies the TMA unit's
+ * (the async proxy): the proxy fence puts the stores first. */
+template <typename S>
+static __device__ __forceinline__ void pst_first_copy(PstShared<S> &sm, const PstArgs &a, int k0)
+{
+    uint4 *xs = (uint4 *)sm.xs;
+    for (int i = threadIdx.x; i < (int)(sizeof sm.xs / 16); i += PST_THREADS) xs[i] = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if (threadIdx.x == 0) {
+        tc_mbar_init(&sm.x_full, 1);
+        tc_mbar_fence_init();
+    }
+    __syncthreads();
+    pst_copy_batch(sm, sm.xs, a, 0, k0);
+    pst_batch_landed(sm, 0);
+}
+
+/* The label of thread r's row (img: its image, -1 past the batch), and where the rank keeps
+ * its rows' labels. */
+static __device__ __forceinline__ int pst_label(const PstArgs &a, int img)
+{
+    return img >= 0 ? (int)__ldg(a.labels + img) : 0;
+}
+
+template <typename S>
+static __device__ __forceinline__ void pst_put_label(PstShared<S> &sm, int label, int rows, int rank)
+{
+    int r = threadIdx.x;
     PstOwn o = pst_own(rows, rank);
     if (r >= o.r0 && r < o.r0 + o.n) sm.y[r - o.r0] = label;
+}
+
+/* The next batch in two halves, each where the kernel has room for it: its loads (one
+ * buffer: into registers; two: pst_copy_batch instead) and the labels' loads, then its put
+ * into x (one buffer) and the rank's labels. */
+template <typename S>
+static __device__ __forceinline__ void pst_batch_load(typename PstProduct<S>::Row &row, int &label, const PstArgs &a,
+                                                      int img, int k0, int ks)
+{
+    if constexpr (PstProduct<S>::X_BUFFERS == 1) pst_fetch_row<S>(row, a, img, k0, ks);
+    label = pst_label(a, img);
+}
+
+template <typename S>
+static __device__ __forceinline__ void pst_batch_put(PstShared<S> &sm, typename PstProduct<S>::T *x,
+                                                     const typename PstProduct<S>::Row &row, int label,
+                                                     const PstArgs &a, int rows, int rank, int ks)
+{
+    if constexpr (PstProduct<S>::X_BUFFERS == 1) pst_put_row<S>(x, row, a, rows, ks);
+    pst_put_label(sm, label, rows, rank);
+}
+
+/* bf16 (two buffers of x): the next batch's labels put and its copy issued, during the
+ * barrier after dz1's stores; it lands during small_step and the dW1 product (pst_batch_landed
+ * at the step's end). */
+template <typename S>
+static __device__ __forceinline__ void pst_next_batch(PstShared<S> &sm, typename PstProduct<S>::T *x_next, int label,
+                                                      const PstArgs &a, int step, int rank, int k0)
+{
+    pst_put_label(sm, label, pst_rows(a, step), rank);
+    pst_copy_batch(sm, x_next, a, step * a.batch, k0);
 }
 
 /* ------------------------------------------------------------------ the small parameters */
