@@ -3,7 +3,7 @@
  * persistent launch itself (cooperative, with clusters). 120 blocks of 256 threads, one an
  * SM, each with the trainer's shared memory (PstShared), run one product `--reps` times;
  * the dW1 product, as in the trainer, with the next batch's rows loaded before it and put
- * into x after it. It prints the time a repetition (events) and the slowest block's clock
+ * into x after it (fp32 and bf16x3; bf16's next batch is one TMA copy, left out). It prints the time a repetition (events) and the slowest block's clock
  * cycles. The operands are arbitrary finite numbers: what is measured is the time, not the
  * result (mnist_mlp --check checks the products).
  *
@@ -21,7 +21,7 @@ static const char *const kProducts[] = {"fp32_forward", "fp32_dw1", "bf16x3_forw
                                         "bf16_forward", "bf16_dw1",     NULL};
 static const int kBlocks = 120, kImages = 60000, kHidden = 1024;
 
-/* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put) `reps` times on
+/* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put where the trainer has them) `reps` times on
  * shared memory filled with small finite numbers; block b's cycles into cycles[b]. */
 template <typename S>
 __global__ void __launch_bounds__(PST_THREADS, 1)
@@ -46,11 +46,11 @@ __global__ void __launch_bounds__(PST_THREADS, 1)
             P::forward(sm.xs, sm.w1s, sm.part, ks, sp, 0.01f, -0.4f);
         } else {
             int image = (blockIdx.x * PST_THREADS + threadIdx.x + 977 * r) % kImages;
-            P::fetch(row, pixels + (size_t)image * IDX_PIXELS, 0, ks);
+            if constexpr (P::X_BUFFERS == 1) P::fetch(row, pixels + (size_t)image * IDX_PIXELS, 0, ks);
             __syncthreads();
             prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, 0.01f, 0.9f, 0.01f, -0.4f);
             __syncthreads();
-            P::put(sm.xs, threadIdx.x, row, ks, (int)threadIdx.x < rows, 0.01f, -0.4f);
+            if constexpr (P::X_BUFFERS == 1) P::put(sm.xs, threadIdx.x, row, ks, (int)threadIdx.x < rows, 0.01f, -0.4f);
         }
         __syncthreads();
     }
