@@ -22,7 +22,7 @@ struct PstProduct<MlpBf16> {
     static constexpr int QUANTUM = 16;          /* pixels: one k-step; slices of 96 or 112 */
     static constexpr int MAX_SLICE = 112;
     static constexpr int X_ROW = MAX_SLICE + 8; /* 120 bf16, 240 bytes: the 8 rows an ldmatrix reads */
-    static constexpr int X_BUFFERS = 2;         /* the next batch put during a step (kernels_persistent.cuh) */
+    static constexpr int X_BUFFERS = 2;         /* the next batch copied in during a step (kernels_persistent.cuh) */
     static constexpr int W_ROW = PST_UNITS;     /* 72 bf16, 144 bytes: both odd multiples of 16 bytes, */
     static constexpr int D_ROW = PST_UNITS;     /* so those rows fall in 8 different groups of 4 banks */
     static constexpr int GRANULE = 32;

@@ -6,7 +6,8 @@
  * What this file does around the kernel: says where it cannot run (a GPU without thread
  * block clusters, a batch over 256 rows, more clusters than the GPU holds at once: blocks
  * that wait for each other's shares of z2 need every block resident), makes its buffer of
- * z2's shares,
+ * z2's shares (and for bf16 the images in bf16, the epoch's in its order before each epoch,
+ * with the tensor maps its TMA copies read),
  * asks for a cooperative launch where the driver gives one with clusters, and launches it:
  * an epoch over the epoch's order (run_epoch uploads it), or the test set.
  *
