@@ -43,7 +43,8 @@
  *                     with two buffers of x: one TMA copy, issued at the barrier before)
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
- * is the batch (each block its slice of the pixels: 25 KB at batch 256, bf16's 50) and z2's shares
+ * is the batch (each block its slice of the pixels: 25 KB at batch 256; bf16's, one TMA box
+ * with x's padding, 60 KB) and z2's shares
  * (20 KB a cluster, each value with its step's number). z2part is double-buffered by the
  * step's parity: a block may write step s + 1's share while another still reads step s's,
  * but not step s + 2's (pst_z2_shares says why). Within a cluster, dz1's row r, stored by
