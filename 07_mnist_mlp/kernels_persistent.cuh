@@ -85,11 +85,11 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     P prod;
     prod.load(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
     pst_load_small(sm, a, u0);
-    constexpr bool EARLY_PUT = P::X_BUFFERS == 2;
+    constexpr bool TWO_BUFFERS = P::X_BUFFERS == 2;
     typename P::Row row;
     int label = 0;
     pst_batch_load<S>(row, label, a, pst_image(a, 0), k0, ks);
-    if constexpr (EARLY_PUT) pst_first_copy(sm, a, k0);
+    if (TWO_BUFFERS) pst_first_copy(sm, a, k0);
     pst_batch_put<S>(sm, sm.xs, row, label, a, pst_rows(a, 0), rank, ks);
     __syncthreads();
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
@@ -115,15 +115,15 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         const bool record = a.train && s == a.steps - 1;
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
-        typename P::T *x = sm.xs + (EARLY_PUT ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (EARLY_PUT ? 1 - buf : 0) * sm.X_SIZE;
-        int ahead = EARLY_PUT ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
+        typename P::T *x = sm.xs + (TWO_BUFFERS ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (TWO_BUFFERS ? 1 - buf : 0) * sm.X_SIZE;
+        int ahead = TWO_BUFFERS ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
         /* forward */
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {
             __syncthreads();
             pst_sum_parts(sm.part, sp);
         }
-        if (EARLY_PUT) {
+        if (TWO_BUFFERS) {
             pst_cluster_arrive();
             if (s + 1 < a.steps) pst_batch_load<S>(row, label, a, ahead, k0, ks);
             pst_cluster_wait();
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         PST_STAMP(PST_REDUCE);
         /* z2_shares: they are the barrier between the clusters */
         /* with one buffer, the index is loaded here: live through the forward, fp32's spill grew 8 -> 16 bytes */
-        if (!EARLY_PUT) ahead = pst_image(a, s + 1);
+        if (!TWO_BUFFERS) ahead = pst_image(a, s + 1);
         const bool next = s + 1 < a.steps;
         pst_z2_shares(sm, a, o, groups, buf, s + 1);
         __syncthreads();
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         if (group == 0 && threadIdx.x == 0) pst_loss_sum(sm, a, s);
         if (a.train) {
             pst_backward_small(sm, o, rows);
-            if (EARLY_PUT) {
+            if (TWO_BUFFERS) {
                 pst_cluster_arrive();
                 if (next) pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
                 pst_cluster_wait();
@@ -160,17 +160,17 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
             PST_STAMP(PST_SOFTMAX);
             /* small_step */
             pst_step_small(sm, a.lr, a.mu);
-        } else if (EARLY_PUT && next) {
+        } else if (TWO_BUFFERS && next) {
             pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
         }
         /* dW1_step_next_x: with one buffer, the next batch's loads in flight during the product */
-        if (!EARLY_PUT && next) pst_batch_load<S>(row, label, a, ahead, k0, ks);
+        if (!TWO_BUFFERS && next) pst_batch_load<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
         if (a.train) prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
-        if constexpr (EARLY_PUT) { if (next) pst_batch_landed(sm, s + 1); }
+        if (TWO_BUFFERS && next) pst_batch_landed(sm, s + 1);
         __syncthreads();
-        if (!EARLY_PUT) {
+        if (!TWO_BUFFERS) {
             if (next) pst_batch_put<S>(sm, x_next, row, label, a, pst_rows(a, s + 1), rank, ks);
             __syncthreads();
         }

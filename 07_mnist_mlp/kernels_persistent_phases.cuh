@@ -109,12 +109,12 @@ __global__ void pst_bf16_rows(const unsigned char *pixels, const int *order, int
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const size_t row = i / CHUNKS, image = order ? (size_t)order[row] : row;
         const uint2 p = *(const uint2 *)(pixels + image * IDX_PIXELS + 8 * (i % CHUNKS));
+        const unsigned w[2] = {p.x, p.y};
         unsigned h[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const unsigned w = k < 2 ? p.x : p.y, b = 16 * (k % 2);
-            h[k] = MlpBf16::pack2(fmaf((float)((w >> b) & 255u), scale, shift), fmaf((float)((w >> (b + 8)) & 255u), scale, shift));
-        }
+        for (int k = 0; k < 4; k++)
+            h[k] = MlpBf16::pack2(fmaf(pst_byte_float(w[k / 2], 2 * (k % 2)), scale, shift),
+                                  fmaf(pst_byte_float(w[k / 2], 2 * (k % 2) + 1), scale, shift));
         out[i] = make_uint4(h[0], h[1], h[2], h[3]);
     }
 }
