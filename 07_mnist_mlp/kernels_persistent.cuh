@@ -40,11 +40,11 @@
  *                     cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
  *                     next batch's slice of x, its loads issued before the product (bf16,
- *                     with two buffers of x: one TMA copy, issued at the barrier before)
+ *                     with two buffers of x: a TMA copy)
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
- * is the batch (each block its slice of the pixels: 25 KB at batch 256; bf16's, one TMA box
- * with x's padding, 60 KB) and z2's shares
+ * is the batch (each block its slice of the pixels: 25 KB at batch 256; bf16's, two TMA boxes
+ * of 64 pixels, 64 KB) and z2's shares
  * (20 KB a cluster, each value with its step's number). z2part is double-buffered by the
  * step's parity: a block may write step s + 1's share while another still reads step s's,
  * but not step s + 2's (pst_z2_shares says why). Within a cluster, dz1's row r, stored by
@@ -104,12 +104,11 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     } while (0)
     /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other
        one during the step: its rows, in bf16 and in the epoch's order (steps_persistent.cuh),
-       are one box of a tensor map, which one thread asks the TMA unit to copy while the block
-       waits at the barrier after dz1's stores; it lands during small_step and the dW1 product
-       and is waited for at the step's end, so that the next forward follows at once
-       (persistent_records.txt sections 22 and 24). With one buffer (fp32, bf16x3: no room for
-       two), the loads are issued in small_step and the put follows the dW1 product, which
-       reads x until its end. */
+       are two boxes of a tensor map, which one thread asks the TMA unit to copy just before
+       the dW1 product; they land during it and are waited for at the step's end, so that the
+       next forward follows at once (persistent_records.txt sections 22, 24 and 25). With one
+       buffer (fp32, bf16x3: no room for two), the loads are issued in small_step and the put
+       follows the dW1 product, which reads x until its end. */
     for (int s = 0; s < a.steps; s++) {
         const int rows = pst_rows(a, s), buf = s & 1;
         const bool record = a.train && s == a.steps - 1;
@@ -121,7 +120,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {
             __syncthreads();
-            pst_sum_parts(sm.part, sp);
+            pst_sum_parts<S>(sm.part, sp);
         }
         if (TWO_BUFFERS) {
             pst_cluster_arrive();
@@ -152,7 +151,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
             pst_backward_small(sm, o, rows);
             if (TWO_BUFFERS) {
                 pst_cluster_arrive();
-                if (next) pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
+                if (next) pst_put_label(sm, label, pst_rows(a, s + 1), rank);
                 pst_cluster_wait();
             } else {
                 tc_cluster_sync();
@@ -161,12 +160,13 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
             /* small_step */
             pst_step_small(sm, a.lr, a.mu);
         } else if (TWO_BUFFERS && next) {
-            pst_next_batch(sm, x_next, label, a, s + 1, rank, k0);
+            pst_put_label(sm, label, pst_rows(a, s + 1), rank);
         }
         /* dW1_step_next_x: with one buffer, the next batch's loads in flight during the product */
         if (!TWO_BUFFERS && next) pst_batch_load<S>(row, label, a, ahead, k0, ks);
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
+        if (TWO_BUFFERS && next) pst_copy_batch(sm, x_next, a, (s + 1) * a.batch, k0);
         if (a.train) prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
         if (TWO_BUFFERS && next) pst_batch_landed(sm, s + 1);
         __syncthreads();

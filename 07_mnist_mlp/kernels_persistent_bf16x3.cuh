@@ -58,7 +58,7 @@ struct PstProduct<MlpBf16x3> {
     static constexpr int X_BUFFERS = 1;            /* no room for two */
     static constexpr int W_ROW = PST_UNITS, D_ROW = F::D_ROW;
     static constexpr int PIECE = 16 * M_TILES * W_ROW; /* bf16 of a piece (pixels past the slice: 0) */
-    static constexpr int GRANULE = B::GRANULE;
+    static constexpr int GRANULE = 32;          /* a warp's rows in the forward */
     static constexpr int NT = B::NT;
     static constexpr int DZ1_UNITS = F::DZ1_UNITS;
     /* w1s: the pieces hi, mid, lo; each warp's column sums of W1 (M_TILES x 72 floats); the
@@ -322,6 +322,9 @@ struct PstProduct<MlpBf16x3> {
             x4[i] = make_uint2(valid && i == ks / 4 ? MlpBf16::pack2(1.0f, 0.0f) : 0u, 0u);
     }
 
+    static constexpr int PART_SIZE = F::PART_SIZE;
+    static constexpr bool CHUNK_MAJOR = false;
+    static __host__ __device__ __forceinline__ int part_at(int r, int u) { return F::part_at(r, u); }
     static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *val)
     {
         F::put_dz1(dz1, r, u, val);

@@ -259,13 +259,18 @@ struct PstProduct<MlpFp32> {
         if (ks < X_ROW) xs4[ks / 4] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dW1's last 10 pixels */
     }
 
+    /* Partial sum (and dz1) of row r, unit u: rows of 72. */
+    static constexpr int PART_SIZE = PST_MAX_ROWS * PST_UNITS;
+    static constexpr bool CHUNK_MAJOR = false;
+    static __host__ __device__ __forceinline__ int part_at(int r, int u) { return r * D_ROW + u; }
+
     /* dz1 row r, units u .. u + 3, into the product's operand in a block of the cluster
        (dz1: its shared::cluster address): one 16-byte store. */
     static constexpr int DZ1_UNITS = 4;
     static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v)
     {
         asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                     ::"r"(dz1 + 4 * (uint32_t)(r * D_ROW + u)), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                     ::"r"(dz1 + 4 * (uint32_t)part_at(r, u)), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                      : "memory");
     }
 };

@@ -49,10 +49,10 @@ template <typename S>
 struct PstShared {
     typedef typename PstProduct<S>::T T;
     static constexpr int X_SIZE = PST_MAX_ROWS * PstProduct<S>::X_ROW; /* elements of a buffer of x */
-    alignas(16) T xs[PstProduct<S>::X_BUFFERS * X_SIZE];
-    alignas(16) typename PstProduct<S>::Z part[PST_MAX_ROWS * PST_UNITS];
+    alignas(1024) T xs[PstProduct<S>::X_BUFFERS * X_SIZE]; /* bf16: the 128-byte swizzle repeats every 1024 */
+    alignas(16) typename PstProduct<S>::Z part[PstProduct<S>::PART_SIZE];
     alignas(16) T w1s[PstProduct<S>::W1S];
-    alignas(16) float own[PST_OWN_ROWS * PST_UNITS];
+    alignas(16) float own[PST_OWN_ROWS * PST_OWN_ROW];
     alignas(16) float w2[PST_UNITS * MLP_CLASSES], vw2[PST_UNITS * MLP_CLASSES], gw2[PST_UNITS * MLP_CLASSES];
     alignas(16) float b1[PST_UNITS], vb1[PST_UNITS], gb1[PST_UNITS];
     float b2[16], vb2[16], gb2[16];
@@ -63,13 +63,14 @@ struct PstShared {
     int correct[PST_THREADS / 32];
     uint64_t x_full; /* bf16: its batch's TMA copy (pst_copy_batch) */
 };
-/* dz1's row r lies on the partial sums' row r (the same bytes), which only the rank that owns
+/* dz1's row r lies on the partial sums' row r (the same bytes: put_dz1 stores element (r, u)
+ * at part_at(r, u), in elements of the partial sums' size), which only the rank that owns
  * row r reads (pst_reduce_z1) and stores dz1 into: so no other rank's dz1 can land on partial
  * sums a block has not read yet (kernels_persistent.cuh). */
 template <typename S>
 constexpr bool pst_dz1_on_part_rows(void)
 {
-    return PstProduct<S>::D_ROW * sizeof(typename PstProduct<S>::D) == PST_UNITS * sizeof(typename PstProduct<S>::Z);
+    return sizeof(typename PstProduct<S>::D) == sizeof(typename PstProduct<S>::Z);
 }
 static_assert(pst_dz1_on_part_rows<MlpFp32>() && pst_dz1_on_part_rows<MlpBf16>() && pst_dz1_on_part_rows<MlpBf16x3>(),
               "dz1's rows are the parts' rows");
@@ -152,17 +153,20 @@ static __device__ __forceinline__ void pst_put_row(typename PstProduct<S>::T *x,
     PstProduct<S>::put(x, r, row, ks, r < rows, a.scale, a.shift);
 }
 
-/* bf16, with two buffers of x: the next batch's slice, rows s0 .. s0 + batch - 1 of a.rows
- * from pixel k0 (120 pixels: the slice and whatever follows it, x's padding; past the last
- * row or pixel, zeros), copied into the other buffer by the TMA unit in one request, counted
- * on sm.x_full; its thread waits for nothing. The copy lands while the step goes on. */
+/* bf16, with two buffers of x: the next batch's slice, rows s0 .. s0 + pst_x_rows(batch) - 1 of a.rows
+ * (the batch rounded up to 64, a wgmma tile: the rows past it are the next batch's or, past
+ * the last row, zeros) by 128 pixels from pixel k0 (the slice and whatever follows it; past
+ * the last pixel, zeros), copied into the other buffer by the TMA unit in two boxes of 64
+ * pixels (128 bytes a row, swizzled: PstProduct<MlpBf16>'s x_block), counted on sm.x_full;
+ * its thread waits for nothing. The copies land while the step goes on. */
 template <typename S>
 static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename PstProduct<S>::T *x, const PstArgs &a,
                                                       int s0, int k0)
 {
+    typedef PstProduct<MlpBf16> B; /* the products with two buffers: bf16's */
     if (threadIdx.x != 0) return;
-    tc_mbar_arrive_expect(&sm.x_full, (unsigned)(a.batch * PstProduct<S>::X_ROW * sizeof(typename PstProduct<S>::T)));
-    tc_tma_load(x, &a.rows, &sm.x_full, k0, s0);
+    tc_mbar_arrive_expect(&sm.x_full, (unsigned)(2 * pst_x_rows(a.batch) * B::X_BLOCK_ROW * sizeof(B::T)));
+    for (int b = 0; b < 2; b++) tc_tma_load(x + b * B::X_BLOCK, &a.rows, &sm.x_full, k0 + b * B::X_BLOCK_ROW, s0);
 }
 
 /* ... and every thread's wait for copy number `copy` (0 the first batch's, s + 1 step s's). */
@@ -179,6 +183,7 @@ static __device__ __forceinline__ void pst_batch_landed(PstShared<S> &sm, int co
 template <typename S>
 static __device__ __forceinline__ void pst_first_copy(PstShared<S> &sm, const PstArgs &a, int k0)
 {
+    if (tc_smem_addr(sm.xs) % 1024 != 0) __trap(); /* the swizzle's blocks (PstShared) */
     uint4 *xs = (uint4 *)sm.xs;
     for (int i = threadIdx.x; i < (int)(sizeof sm.xs / 16); i += PST_THREADS) xs[i] = make_uint4(0u, 0u, 0u, 0u);
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -224,17 +229,6 @@ static __device__ __forceinline__ void pst_batch_put(PstShared<S> &sm, typename 
 {
     if constexpr (PstProduct<S>::X_BUFFERS == 1) pst_put_row<S>(x, row, a, rows, ks);
     pst_put_label(sm, label, rows, rank);
-}
-
-/* bf16 (two buffers of x): the next batch's labels put and its copy issued, during the
- * barrier after dz1's stores; it lands during small_step and the dW1 product (pst_batch_landed
- * at the step's end). */
-template <typename S>
-static __device__ __forceinline__ void pst_next_batch(PstShared<S> &sm, typename PstProduct<S>::T *x_next, int label,
-                                                      const PstArgs &a, int step, int rank, int k0)
-{
-    pst_put_label(sm, label, pst_rows(a, step), rank);
-    pst_copy_batch(sm, x_next, a, step * a.batch, k0);
 }
 
 /* ------------------------------------------------------------------ the small parameters */
@@ -308,16 +302,33 @@ static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const P
  * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
  * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). The parts are
  * added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
-template <typename Z>
-static __device__ __forceinline__ void pst_sum_parts(Z *part, PstSplit sp)
+/* Item i of n rows x Q chunks of 16 bytes (a row's partial sums or dz1) as (row r, chunk c):
+ * chunk by chunk where the product keeps a chunk's rows together (PstProduct::CHUNK_MAJOR:
+ * bf16), so that a warp's 16-byte loads or stores, here or in another block of the cluster,
+ * are one run of bytes (row by row, the step took 13.8 us, and 12.2 chunk by chunk:
+ * persistent_records.txt section 25); row by row otherwise. */
+template <typename S, int Q>
+static __device__ __forceinline__ void pst_item(int i, int n, int &r, int &c)
 {
-    typedef PstChunk<Z> C;
-    const int n = sp.per * PST_UNITS / C::N;
-    uint4 *chunks = (uint4 *)part;
-    for (int i = threadIdx.x; i < n; i += PST_THREADS) {
+    if (PstProduct<S>::CHUNK_MAJOR)
+        r = i % n, c = i / n;
+    else
+        r = i / Q, c = i % Q;
+}
+
+template <typename S>
+static __device__ __forceinline__ void pst_sum_parts(typename PstProduct<S>::Z *part, PstSplit sp)
+{
+    typedef PstProduct<S> P;
+    typedef PstChunk<typename P::Z> C;
+    constexpr int Q = PST_UNITS / C::N; /* chunks of C::N units a row */
+    for (int i = threadIdx.x; i < sp.per * Q; i += PST_THREADS) {
+        int r, c;
+        pst_item<S, Q>(i, sp.per, r, c);
+        const int u = c * C::N;
         float z[C::N] = {};
-        for (int p = 0; p < sp.parts; p++) C::add(z, chunks[(size_t)p * n + i]);
-        chunks[i] = C::pack(z);
+        for (int p = 0; p < sp.parts; p++) C::add(z, *(const uint4 *)(part + P::part_at(p * sp.per + r, u)));
+        *(uint4 *)(part + P::part_at(r, u)) = C::pack(z);
     }
 }
 
@@ -334,11 +345,13 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
     typedef PstChunk<Z> C;
     constexpr int N = C::N, Q = PST_UNITS / N; /* chunks of N units a row */
     for (int i = threadIdx.x; i < o.n * Q; i += PST_THREADS) {
-        const int rl = i / Q, u = i % Q * N, r = o.r0 + rl;
+        int rl, c;
+        pst_item<S, Q>(i, o.n, rl, c);
+        const int u = c * N, r = o.r0 + rl;
         float z[N];
 #pragma unroll
         for (int e = 0; e < N; e++) z[e] = sm.b1[u + e];
-        const uint32_t at = (uint32_t)((r * PST_UNITS + u) * sizeof(Z));
+        const uint32_t at = (uint32_t)(PstProduct<S>::part_at(r, u) * sizeof(Z));
         uint4 v[PST_CLUSTER];
 #pragma unroll
         for (int peer = 0; peer < PST_CLUSTER; peer++) v[peer] = pst_ld_peer16(pst_peer(sm.part, peer) + at);
@@ -346,7 +359,7 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
         for (int peer = 0; peer < PST_CLUSTER; peer++) C::add(z, v[peer]);
 #pragma unroll
         for (int e = 0; e < N; e += 4)
-            *(float4 *)(sm.own + rl * PST_UNITS + u + e) = make_float4(z[e], z[e + 1], z[e + 2], z[e + 3]);
+            *(float4 *)(sm.own + rl * PST_OWN_ROW + u + e) = make_float4(z[e], z[e + 1], z[e + 2], z[e + 3]);
         if (record)
 #pragma unroll
             for (int e = 0; e < N; e++)
@@ -363,7 +376,7 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
     unsigned long long *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
-        const float *z = sm.own + rl * PST_UNITS;
+        const float *z = sm.own + rl * PST_OWN_ROW;
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* four chains of FMAs, not one of 72 */
 #pragma unroll
         for (int u = 0; u < PST_UNITS; u += 4)

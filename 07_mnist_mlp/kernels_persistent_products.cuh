@@ -27,14 +27,16 @@
  *                         threads, 4 pixels x 8 units each. x is stored row by row (k
  *                         contiguous) in rows of 100 floats, so the 4 rows a warp reads at
  *                         once start 4 banks apart.
- *   PstProduct<MlpBf16>   mma.sync m16n8k16 on bf16 operands (chapter 05, tc_mma.cuh);
- *                         slices of 96 or 112 pixels (whole k-steps). Forward: a warp owns
- *                         32 rows x 72 units (9 n-tiles); A from x with ldmatrix, B from W1
- *                         (k-major) with ldmatrix.trans. dW1: warp w owns pixels 16 w ..
- *                         16 w + 15 x 72 units; both operands k-major (a batch row at a
- *                         time), read with ldmatrix.trans as in kernels_backward_mma.cuh.
- *                         The fp32 master weights and velocities sit in the accumulators'
- *                         layout, and the step writes the bf16 copy the forward reads.
+ *   PstProduct<MlpBf16>   wgmma m64n72k16 on bf16 operands, both read from shared memory
+ *                         (chapter 05's tc_wgmma.cuh; mma.sync where there is no sm_90a
+ *                         code); slices of 96 or 112 pixels (whole k-steps). Forward: each
+ *                         warpgroup two tiles of 64 rows x 72 units, A = x (as the TMA copy
+ *                         lands it, 128-byte swizzle), B = W1 in chunks of 8 units. dW1:
+ *                         warpgroup g pixels 64 g .. 64 g + 63 x 72 units, A = x^T (the
+ *                         same bytes read MN-major), B = dz1 in chunks of 8 units. The fp32
+ *                         master weights and velocities sit in the accumulators' layout
+ *                         (warp w: pixels 16 w ..), and the step writes the bf16 copy the
+ *                         forward reads.
  *   PstProduct<MlpBf16x3> fp32's numbers on bf16's tensor cores: the pixels as bf16 (exact),
  *                         W1 and dz1 each as three bf16 pieces whose sum is the fp32 value,
  *                         three products into one fp32 accumulator; fp32's slices, partial
@@ -57,6 +59,7 @@
 #define PST_THREADS 256
 #define PST_MAX_ROWS 256                           /* batch rows a step may have */
 #define PST_OWN_ROWS (PST_MAX_ROWS / PST_CLUSTER)  /* rows whose z1 a block finishes: 32 */
+#define PST_OWN_ROW (PST_UNITS + 4)                /* their floats a row: rows 4 banks apart (pst_item) */
 #define PST_ROW_GROUPS 3                           /* softmax_backward: 3 x 72 threads share a block's rows */
 
 static_assert(PST_THREADS == PST_MAX_ROWS, "one thread a batch row when a batch is loaded");

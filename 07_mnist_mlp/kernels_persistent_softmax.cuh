@@ -166,11 +166,11 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
             float2 pair = *(const float2 *)(sm.dz2 + rl * C + c);
             d[c] = pair.x, d[c + 1] = pair.y;
         }
-        float z = sm.own[rl * PST_UNITS + u], a = fmaxf(z, 0.0f);
+        float z = sm.own[rl * PST_OWN_ROW + u], a = fmaxf(z, 0.0f);
 #pragma unroll
         for (int c = 0; c < C; c++) acc[c] = fmaf(a, d[c], acc[c]);
         float dz = mlp_dz1_of(z, d, w);
-        sm.own[rl * PST_UNITS + u] = dz;
+        sm.own[rl * PST_OWN_ROW + u] = dz;
         gb += dz;
     }
     float *gw = g == 0 ? sm.gw2 : sm.gsplit[g - 1], *gbias = g == 0 ? sm.gb1 : sm.gsplit[g - 1] + PST_UNITS * C;
@@ -212,18 +212,23 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     }
     constexpr int N = PstProduct<S>::DZ1_UNITS, Q = PST_UNITS / N;
     for (int i = t; i < o.n * Q; i += PST_THREADS) {
-        int rl = i / Q, u = i % Q * N;
+        int rl, c;
+        pst_item<S, Q>(i, o.n, rl, c);
+        const int u = c * N;
         float d[N];
 #pragma unroll
-        for (int e = 0; e < N; e += 4) *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_UNITS + u + e);
+        for (int e = 0; e < N; e += 4) *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_OWN_ROW + u + e);
 #pragma unroll
         for (int peer = 0; peer < PST_CLUSTER; peer++)
             PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d);
     }
     int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
     const float zeros[N] = {};
-    for (int i = rows * Q + t; i < padded * Q; i += PST_THREADS)
-        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), i / Q, i % Q * N, zeros);
+    for (int i = t; i < (padded - rows) * Q; i += PST_THREADS) {
+        int r, c;
+        pst_item<S, Q>(i, padded - rows, r, c);
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros);
+    }
 }
 
 #endif /* PST_DEVICE */

@@ -151,19 +151,19 @@ static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const i
     CHECK_LAUNCH();
 }
 
-/* The tensor map of `images` rows of bf16 pixels, copied in boxes of a batch's rows x 120
- * pixels (a block's slice and x's padding: the row of x in shared memory, X_ROW), no swizzle,
- * zeros past the last row and pixel. */
+/* The tensor map of `images` rows of bf16 pixels, copied in boxes of the batch's rows (rounded
+ * up to 64, x's rows in shared memory) x 64 pixels, 128 bytes a row with the 128-byte swizzle
+ * (x's layout: PstProduct<MlpBf16>), zeros past the last row and pixel. */
 static CUtensorMap pst_rows_map(const bf16 *rows, int images, int batch)
 {
     typedef PstProduct<MlpBf16> P;
     CUtensorMap map;
     cuuint64_t dims[2] = {(cuuint64_t)IDX_PIXELS, (cuuint64_t)images};
     cuuint64_t strides[1] = {(cuuint64_t)IDX_PIXELS * sizeof(bf16)};
-    cuuint32_t box[2] = {(cuuint32_t)P::X_ROW, (cuuint32_t)batch};
+    cuuint32_t box[2] = {(cuuint32_t)P::X_BLOCK_ROW, (cuuint32_t)pst_x_rows(batch)};
     cuuint32_t step[2] = {1, 1};
     CUresult r = tc_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)rows, dims, strides, box, step,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "cuTensorMapEncodeTiled failed (error %d) for %d rows of x in batches of %d\n", (int)r, images,
