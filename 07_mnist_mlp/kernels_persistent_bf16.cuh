@@ -62,10 +62,10 @@ static __host__ __device__ __forceinline__ int pst_x_rows(int batch)
  *   W1      the slice's pixels (128 rows: 112, then zeros) by 72 units, in chunks of 8 units:
  *           chunk c holds units 8 c .. 8 c + 7 of every row, 16 bytes a row (MN-major).
  *   partial sums and dz1: 256 rows by 72 units, in chunks the same way, each chunk 16 bytes
- *           longer than its rows (P_PLANE), so that the 8 chunks of one row start in 8
- *           different groups of banks: a warp's loads and stores of 16 bytes of (row, chunk)
- *           from the other blocks (pst_reduce_z1, put_dz1) would otherwise all fall on the
- *           same bank groups. */
+ *           longer than its rows (P_PLANE), so that the chunks of one row start in different
+ *           groups of banks. The cluster's loads and stores of them (pst_reduce_z1,
+ *           put_dz1) take a chunk's rows together (pst_item): a warp's 16-byte accesses
+ *           one run of bytes, where a row's chunks, 4 KB apart, were 8-way conflicts. */
 template <>
 struct PstProduct<MlpBf16> {
     typedef bf16 T;

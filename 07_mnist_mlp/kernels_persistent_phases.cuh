@@ -157,7 +157,7 @@ static __device__ __forceinline__ void pst_put_row(typename PstProduct<S>::T *x,
  * (the batch rounded up to 64, a wgmma tile: the rows past it are the next batch's or, past
  * the last row, zeros) by 128 pixels from pixel k0 (the slice and whatever follows it; past
  * the last pixel, zeros), copied into the other buffer by the TMA unit in two boxes of 64
- * pixels (128 bytes a row, swizzled: PstProduct<MlpBf16>'s x_block), counted on sm.x_full;
+ * pixels (128 bytes a row, swizzled: PstProduct<MlpBf16>'s x_byte), counted on sm.x_full;
  * its thread waits for nothing. The copies land while the step goes on. */
 template <typename S>
 static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename PstProduct<S>::T *x, const PstArgs &a,
@@ -296,12 +296,6 @@ static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const P
 
 /* ------------------------------------------------------------------ reduce_z1_z2 */
 
-/* The forward's K split (pst_split: batches of 128 rows or fewer) leaves `parts` partial
- * sums of `per` rows; each block adds its own, in part order, into part 0 before the
- * cluster barrier, so that the cluster's reduction loads one part from every block, not
- * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
- * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). The parts are
- * added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
 /* Item i of n rows x Q chunks of 16 bytes (a row's partial sums or dz1) as (row r, chunk c):
  * chunk by chunk where the product keeps a chunk's rows together (PstProduct::CHUNK_MAJOR:
  * bf16), so that a warp's 16-byte loads or stores, here or in another block of the cluster,
@@ -316,6 +310,12 @@ static __device__ __forceinline__ void pst_item(int i, int n, int &r, int &c)
         r = i / Q, c = i % Q;
 }
 
+/* The forward's K split (pst_split: batches of 128 rows or fewer) leaves `parts` partial
+ * sums of `per` rows; each block adds its own, in part order, into part 0 before the
+ * cluster barrier, so that the cluster's reduction loads one part from every block, not
+ * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
+ * were 74 KB a block, as many as at 256 (persistent_records.txt section 18g). The parts are
+ * added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
 template <typename S>
 static __device__ __forceinline__ void pst_sum_parts(typename PstProduct<S>::Z *part, PstSplit sp)
 {
