@@ -31,7 +31,7 @@ typedef struct {
     int *correct;               /* test: rows whose largest logit is the label */
     float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
     CUtensorMap rows;           /* bf16 (two buffers of x): the batch's rows in bf16, in step order
-                                   (pst_bf16_rows), as a 2-D tensor map: x comes in one TMA copy */
+                                   (pst_bf16_rows), as a 2-D tensor map: x comes in two TMA boxes */
     long long *phase_cycles;    /* NULL, or PST_PHASES sums: block 0's clock cycles in each phase */
 } PstArgs;
 

@@ -3,7 +3,7 @@
  * persistent launch itself (cooperative, with clusters). 120 blocks of 256 threads, one an
  * SM, each with the trainer's shared memory (PstShared), run one product `--reps` times;
  * the dW1 product, as in the trainer, with the next batch's rows loaded before it and put
- * into x after it (fp32 and bf16x3; bf16's next batch is one TMA copy, left out). It prints the time a repetition (events) and the slowest block's clock
+ * into x after it (fp32 and bf16x3; bf16's next batch is a TMA copy, left out). It prints the time a repetition (events) and the slowest block's clock
  * cycles. The operands are arbitrary finite numbers: what is measured is the time, not the
  * result (mnist_mlp --check checks the products).
  *
