@@ -184,6 +184,15 @@ struct PstProduct<MlpBf16> {
         pst_ldsm_x2_trans(b[8], addr8);
     }
 
+    /* An accumulator tile's n-tile j (v: its 4 values, m16n8's layout, as wgmma's) into the
+       partial sums in fp16: rows r and r + 8, units 8 j + 2 (lane % 4) and the next. */
+    static __device__ __forceinline__ void put_part_pairs(Z *part, int r, int j, const float *v)
+    {
+        const int u = 8 * j + 2 * (threadIdx.x % 4);
+        *(unsigned *)(part + part_at(r, u)) = PstChunk<Z>::pack2(v[0], v[1]);
+        *(unsigned *)(part + part_at(r + 8, u)) = PstChunk<Z>::pack2(v[2], v[3]);
+    }
+
 #ifdef TC_WGMMA_DEVICE
     /* Warpgroup wg's two tiles of the forward with PARTS parts of the K split: each part's
        k-steps (as many in every part: a loop whose count ptxas cannot prove the same across
@@ -217,7 +226,7 @@ struct PstProduct<MlpBf16> {
     static __device__ __forceinline__ void forward(const T *xs, const T *w1s, Z *part, int ks, PstSplit sp, float,
                                                    float)
     {
-        int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+        int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4;
         const uint8_t *x = (const uint8_t *)xs;
 #ifdef TC_WGMMA_DEVICE
         /* wgmma: A = x (K-major, swizzled), B = W1 (MN-major): forward_wgmma */
@@ -245,11 +254,7 @@ struct PstProduct<MlpBf16> {
             const int item = 2 * wg + i, p = item / tiles, t = item % tiles;
             const int r = p * sp.per + 64 * t + 16 * (warp % 4) + g;
 #pragma unroll
-            for (int j = 0; j < NT; j++) {
-                *(unsigned *)(part + part_at(r, 8 * j + 2 * q)) = PstChunk<Z>::pack2(d[i][4 * j], d[i][4 * j + 1]);
-                *(unsigned *)(part + part_at(r + 8, 8 * j + 2 * q)) =
-                    PstChunk<Z>::pack2(d[i][4 * j + 2], d[i][4 * j + 3]);
-            }
+            for (int j = 0; j < NT; j++) put_part_pairs(part, r, j, d[i] + 4 * j);
         }
 #else
         /* warp (p, mp) of parts x per / 32 takes rows 32 mp .. 32 mp + 31 */
@@ -282,11 +287,7 @@ struct PstProduct<MlpBf16> {
 #pragma unroll
         for (int i = 0; i < 2; i++)
 #pragma unroll
-            for (int j = 0; j < NT; j++) {
-                const int r = p * sp.per + 32 * mp + 16 * i + g;
-                *(unsigned *)(part + part_at(r, 8 * j + 2 * q)) = PstChunk<Z>::pack2(acc[i][j][0], acc[i][j][1]);
-                *(unsigned *)(part + part_at(r + 8, 8 * j + 2 * q)) = PstChunk<Z>::pack2(acc[i][j][2], acc[i][j][3]);
-            }
+            for (int j = 0; j < NT; j++) put_part_pairs(part, p * sp.per + 32 * mp + 16 * i + g, j, acc[i][j]);
 #endif
     }
 
