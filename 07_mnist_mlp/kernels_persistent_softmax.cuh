@@ -23,7 +23,10 @@
  * shuffles three deep (the maximum and argmax, the sum of the exponentials, the label's
  * logit). A warp a row, as the output layer does it (kernels.cuh), left each warp four rows
  * to do one after the other at batch 256, chains of shuffles five deep that nothing else
- * hid. Only cluster 0 counts the loss and the correct rows (every cluster computes the same). */
+ * hid. Only cluster 0 counts the loss and the correct rows (every cluster computes the same).
+ * dz2 takes one division a row, e x (1 / (sum x rows)), where (e / sum - onehot) / rows took
+ * two an element, on the phase's chain of dependent instructions (persistent_records.txt
+ * section 26). */
 template <typename S>
 static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows,
                                                         int group, bool record)
@@ -31,6 +34,7 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
     const int warp = threadIdx.x / 32, quarter = threadIdx.x % 32 / 8, lane = threadIdx.x % 8;
     float loss = 0.0f; /* lane 0 of each quarter: its rows' */
     int correct = 0;
+    const float inv_rows = 1.0f / (float)rows;
     for (int base = 4 * warp; base < o.n; base += 4 * (PST_THREADS / 32)) {
         const int rl = base + quarter, r = o.r0 + rl;
         const bool row = rl < o.n, two = row && lane + 8 < MLP_CLASSES;
@@ -53,11 +57,12 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
             correct += best == label;
         }
         if (a.train && row) {
-            float da = (ea / sum - (lane == label ? 1.0f : 0.0f)) / (float)rows;
+            const float scale = inv_rows / sum; /* p / rows = e x scale */
+            float da = ea * scale - (lane == label ? inv_rows : 0.0f);
             zr[lane] = da;
             if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane] = da;
             if (two) {
-                float db = (eb / sum - (lane + 8 == label ? 1.0f : 0.0f)) / (float)rows;
+                float db = eb * scale - (lane + 8 == label ? inv_rows : 0.0f);
                 zr[lane + 8] = db;
                 if (record && group == 0) a.dz2_last[(size_t)r * MLP_CLASSES + lane + 8] = db;
             }
@@ -181,13 +186,14 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
 
 /* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of
  * the block's rows stored into every block's part, where the dW1 product reads all the
- * batch's (bf16: rounded). Stores to another SM's shared memory do not wait for an answer,
- * as loads from it would; the cluster barrier after this makes them visible. They land on
- * the partial sums of the same rows, which this block alone has read, in pst_reduce_z1
- * (pst_dz1_on_part_rows). A store is 16 bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores,
- * twice as many, made the epoch 0.3% slower (persistent_records.txt section 20b).
- * The rows past the batch up to the next multiple of 16, which bf16's product reads, are
- * cleared by each block in its own part. */
+ * batch's (bf16: rounded), and last the row groups' sums of gW2 and gb1, added while those
+ * stores travel (they came first before: persistent_records.txt section 26). Stores to
+ * another SM's shared memory do not wait for an answer, as loads from it would; the cluster
+ * barrier after this makes them visible. They land on the partial sums of the same rows,
+ * which this block alone has read, in pst_reduce_z1 (pst_dz1_on_part_rows). A store is 16
+ * bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores, twice as many, made the epoch 0.3%
+ * slower (persistent_records.txt section 20b). The rows past the batch up to the next
+ * multiple of 16, which bf16's product reads, are cleared by each block in its own part. */
 template <typename S>
 static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)
 {
@@ -202,14 +208,6 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         sm.gb2[t - last_warp] = acc;
     }
     __syncthreads();
-    constexpr int NW = PST_UNITS * MLP_CLASSES;
-    for (int i = t; i < NW + PST_UNITS; i += PST_THREADS) {
-        float *sum = i < NW ? sm.gw2 + i : sm.gb1 + (i - NW);
-        float total = *sum;
-#pragma unroll
-        for (int g = 0; g < PST_ROW_GROUPS - 1; g++) total += sm.gsplit[g][i];
-        *sum = total;
-    }
     constexpr int N = PstProduct<S>::DZ1_UNITS, Q = PST_UNITS / N;
     for (int i = t; i < o.n * Q; i += PST_THREADS) {
         int rl, c;
@@ -228,6 +226,14 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         int r, c;
         pst_item<S, Q>(i, padded - rows, r, c);
         PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros);
+    }
+    constexpr int NW = PST_UNITS * MLP_CLASSES;
+    for (int i = t; i < NW + PST_UNITS; i += PST_THREADS) {
+        float *sum = i < NW ? sm.gw2 + i : sm.gb1 + (i - NW);
+        float total = *sum;
+#pragma unroll
+        for (int g = 0; g < PST_ROW_GROUPS - 1; g++) total += sm.gsplit[g][i];
+        *sum = total;
     }
 }
 
