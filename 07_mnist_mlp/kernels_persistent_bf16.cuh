@@ -156,22 +156,10 @@ struct PstProduct<MlpBf16> {
             }
     }
 
-    /* B (k rows of 72 units, k-major, W_ROW bf16 a row: bf16x3's layout) for one k-step: n-tiles
-       0-7 as four ldmatrix.x4.trans (a pair each: (k 0-7), (k 8-15) of the first, then of the
-       second), n-tile 8 as an x2. */
-    static __device__ __forceinline__ void load_b(uint32_t (&b)[NT][2], uint32_t addr)
-    {
-        uint32_t r[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            mlp_ldsm_x4_trans(r, addr + j * 16 * 2);
-            b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
-        }
-        pst_ldsm_x2_trans(b[8], addr + 64 * 2);
-    }
-
-    /* The same from chunks of units (W1, dz1): n-tile j is chunk j, `chunk` bytes after chunk
-       j - 1; addr is the lane's row in chunk mat / 2 (mat = lane / 8), addr8 in chunk 8. */
+    /* B (k rows of 72 units) for one k-step of mma.sync, from chunks of 8 units (W1, dz1):
+       n-tile j is chunk j, `chunk` bytes after chunk j - 1; n-tiles 0-7 as four
+       ldmatrix.x4.trans, n-tile 8 as an x2; addr is the lane's row in chunk mat / 2 (mat =
+       lane / 8), addr8 in chunk 8. (bf16x3's row-major pieces: its own load_b.) */
     static __device__ __forceinline__ void load_b_chunked(uint32_t (&b)[NT][2], uint32_t addr, uint32_t addr8,
                                                           uint32_t chunk)
     {

@@ -46,7 +46,7 @@ static __device__ __forceinline__ void pst_split3_pair(float w0, float w1, unsig
 template <>
 struct PstProduct<MlpBf16x3> {
     typedef PstProduct<MlpFp32> F; /* fp32's slices, rows on their way in, partial sums and dz1 */
-    typedef PstProduct<MlpBf16> B; /* bf16's forward tile and its B operand */
+    typedef PstProduct<MlpBf16> B; /* bf16's n-tiles and accumulator layout */
     typedef bf16 T;                /* x (the pixels p, then a column of ones) and W1's pieces */
     typedef float Z;
     typedef float D;
@@ -79,6 +79,20 @@ struct PstProduct<MlpBf16x3> {
        unit dw1_unit(j, 2 (l % 4) + e % 2). */
     static __device__ __forceinline__ int acc_pixel(int e) { return B::acc_pixel(e); }
     static __device__ __forceinline__ int acc_unit(int j, int e) { return dw1_unit(j, 2 * (threadIdx.x % 4) + e % 2); }
+
+    /* B (k rows of 72 units, k-major, W_ROW bf16 a row: a piece of W1) for one k-step: n-tiles
+       0-7 as four ldmatrix.x4.trans (a pair each: (k 0-7), (k 8-15) of the first, then of the
+       second), n-tile 8 as an x2. */
+    static __device__ __forceinline__ void load_b(uint32_t (&b)[NT][2], uint32_t addr)
+    {
+        uint32_t r[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            mlp_ldsm_x4_trans(r, addr + j * 16 * 2);
+            b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
+        }
+        pst_ldsm_x2_trans(b[8], addr + 64 * 2);
+    }
 
     /* Weights w[8] of pixel k, units u .. u + 7 (u a multiple of 8), as pieces. */
     static __device__ __forceinline__ void put8(T *w1s, int k, int u, const float (&w8)[8])
@@ -201,7 +215,7 @@ struct PstProduct<MlpBf16x3> {
 #pragma unroll
             for (int piece = 2; piece >= 0; piece--) {
                 uint32_t b[NT][2];
-                B::load_b(b, b_addr + (piece * PIECE + s * 16 * W_ROW) * 2);
+                load_b(b, b_addr + (piece * PIECE + s * 16 * W_ROW) * 2);
 #pragma unroll
                 for (int i = 0; i < 2; i++)
 #pragma unroll
