@@ -141,7 +141,7 @@ static void pst_launch(const Trainer *t, const PstArgs &a)
 /* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into
  * rows, made on the trainer's stream. The test set's once, when the trainer is made; the
  * training set's before every epoch, in the epoch's order (94 MB written, 47 MB read: part
- * of the epoch's time). */
+ * of the epoch's time, 53 us of 2.50 ms on an H100: persistent_records.txt section 26g). */
 static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int images, bf16 *rows)
 {
     const PstArgs a = pst_args(t);
