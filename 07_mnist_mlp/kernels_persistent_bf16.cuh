@@ -303,15 +303,16 @@ struct PstProduct<MlpBf16> {
            on the reading side (on the storing side, after the stores, it cost 0.5 us a step) */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         tc_wgmma_fence();
+        /* batch rows k .. k + 15 */
+        const auto k_step = [&](int k) {
+            pst_wgmma_n72<1, 1>(flat, pst_desc(x + x_byte(k, 8 * wg), X_BLOCK * 2, 1024, 1),
+                                pst_desc(d + part_at(k, 0), 128, P_PLANE * 2, 0));
+        };
         if (rows == PST_MAX_ROWS) { /* unrolled: the loop's count known */
 #pragma unroll
-            for (int k = 0; k < PST_MAX_ROWS; k += 16)
-                pst_wgmma_n72<1, 1>(flat, pst_desc(x + x_byte(k, 8 * wg), X_BLOCK * 2, 1024, 1),
-                                    pst_desc(d + part_at(k, 0), 128, P_PLANE * 2, 0));
+            for (int k = 0; k < PST_MAX_ROWS; k += 16) k_step(k);
         } else {
-            for (int k = 0; k < rows; k += 16)
-                pst_wgmma_n72<1, 1>(flat, pst_desc(x + x_byte(k, 8 * wg), X_BLOCK * 2, 1024, 1),
-                                    pst_desc(d + part_at(k, 0), 128, P_PLANE * 2, 0));
+            for (int k = 0; k < rows; k += 16) k_step(k);
         }
         tc_wgmma_commit();
         tc_wgmma_wait<0>();

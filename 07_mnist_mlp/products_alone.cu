@@ -3,9 +3,10 @@
  * persistent launch itself (cooperative, with clusters). 120 blocks of 256 threads, one an
  * SM, each with the trainer's shared memory (PstShared), run one product `--reps` times;
  * the dW1 product, as in the trainer, with the next batch's rows loaded before it and put
- * into x after it (fp32 and bf16x3; bf16's next batch is a TMA copy, left out). It prints the time a repetition (events) and the slowest block's clock
- * cycles. The operands are arbitrary finite numbers: what is measured is the time, not the
- * result (mnist_mlp --check checks the products).
+ * into x after it (fp32 and bf16x3; bf16's next batch is a TMA copy, left out). It prints
+ * the time a repetition (events) and the slowest block's clock cycles. The operands are
+ * arbitrary finite numbers: what is measured is the time, not the result (mnist_mlp
+ * --check checks the products).
  *
  *   make products_alone
  *   ./products_alone -n 256
@@ -21,8 +22,9 @@ static const char *const kProducts[] = {"fp32_forward", "fp32_dw1", "bf16x3_forw
                                         "bf16_forward", "bf16_dw1",     NULL};
 static const int kBlocks = 120, kImages = 60000, kHidden = 1024;
 
-/* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put where the trainer has them) `reps` times on
- * shared memory filled with small finite numbers; block b's cycles into cycles[b]. */
+/* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put where the trainer has
+ * them) `reps` times on shared memory filled with small finite numbers; block b's cycles
+ * into cycles[b]. */
 template <typename S>
 __global__ void __launch_bounds__(PST_THREADS, 1)
     product_alone(int which, int reps, int rows, const float *w1, const unsigned char *pixels, float *out,
