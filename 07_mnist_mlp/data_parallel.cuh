@@ -117,7 +117,7 @@ static const StepFamily DP_REPLICA_STEPS = {
     .create = NULL, .destroy = NULL,
     .begin_epoch = NULL, .step = NULL, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 static const Impl DP_REPLICA = {"data_parallel", "optimized", &DP_REPLICA_STEPS, GEMM_BEST, FEED_RESIDENT, 0,
                                 GRAPH_NONE, NULL, "fp32"};

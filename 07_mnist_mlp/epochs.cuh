@@ -108,6 +108,7 @@ static EpochResult run_epoch(Trainer *t)
         }
     }
     draw_next_order(t); /* on the CPU, while the GPU works through the epoch */
+    if (t->impl->family->next_order_drawn) t->impl->family->next_order_drawn(t);
     CUDA_CHECK(cudaMemcpyAsync(t->h_step_loss, t->step_loss, (size_t)steps * sizeof(float), cudaMemcpyDeviceToHost,
                                cudaStreamPerThread));
     CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));

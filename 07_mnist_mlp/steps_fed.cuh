@@ -69,7 +69,7 @@ static const StepFamily FED_STEPS = {
     .create = fed_create, .destroy = fed_destroy,
     .begin_epoch = NULL, .step = step_fed, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 #endif

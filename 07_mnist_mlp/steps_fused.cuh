@@ -72,7 +72,7 @@ static const StepFamily FUSED_STEPS = {
     .create = NULL, .destroy = NULL,
     .begin_epoch = gather_first_batch, .step = step_fused, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &FUSED_STAGES,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 #endif

@@ -6,8 +6,8 @@
  * What this file does around the kernel: says where it cannot run (a GPU without thread
  * block clusters, a batch over 256 rows, more clusters than the GPU holds at once: blocks
  * that wait for each other's shares of z2 need every block resident), makes its buffer of
- * z2's shares (and for bf16 the images in bf16, the epoch's in its order before each epoch,
- * with the tensor maps its TMA copies read),
+ * z2's shares (and for bf16 the images in bf16, each epoch's in its order, written during
+ * the epoch before, with the tensor maps its TMA copies read),
  * asks for a cooperative launch where the driver gives one with clusters, and launches it:
  * an epoch over the epoch's order (run_epoch uploads it), or the test set.
  *
@@ -26,8 +26,15 @@ typedef struct {
     int groups;      /* clusters: ceil(H / 72) */
     int cooperative; /* 1 if the driver took a cooperative launch with clusters */
     long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
-    bf16 *x_epoch, *x_test;  /* bf16: the epoch's rows in its order and the test set's, in bf16 */
-    CUtensorMap map_epoch, map_test; /* ... as 2-D tensor maps, a box a block's slice of a batch */
+    /* bf16: the epoch's rows in its order (two buffers: this epoch's, x_epoch[cur], and the
+       next one's, written while this one trains) and the test set's, in bf16 */
+    bf16 *x_epoch[2], *x_test;
+    CUtensorMap map_epoch[2], map_test; /* ... as 2-D tensor maps, a box a block's slice of a batch */
+    int cur;
+    int ahead_ready;         /* 1: x_epoch[1 - cur] holds the rows of the order drawn last */
+    int *order_ahead;        /* that order, on the GPU, for the kernel that writes them */
+    cudaStream_t side;       /* ... on which they are written */
+    cudaEvent_t launch_mark, ahead_done;
 } PstBuffers;
 
 static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; }
@@ -139,15 +146,16 @@ static void pst_launch(const Trainer *t, const PstArgs &a)
 }
 
 /* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into
- * rows, made on the trainer's stream. The test set's once, when the trainer is made; the
- * training set's before every epoch, in the epoch's order (94 MB written, 47 MB read: part
- * of the epoch's time, 53 us of 2.50 ms on an H100: persistent_records.txt section 26g). */
-static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int images, bf16 *rows)
+ * rows, made on `stream`. The test set's once, when the trainer is made; the training
+ * set's for every epoch, in the epoch's order (94 MB written, 47 MB read: 53 us on the
+ * whole of an H100, persistent_records.txt section 26g), during the epoch before
+ * (pst_next_rows) or, for the first, before it. */
+static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int images, bf16 *rows,
+                          cudaStream_t stream)
 {
     const PstArgs a = pst_args(t);
     const long long chunks = (long long)images * (IDX_PIXELS / 8);
-    pst_bf16_rows<<<mlp_blocks(chunks, 256), 256, 0, cudaStreamPerThread>>>(pixels, order, images, a.scale, a.shift,
-                                                                           (uint4 *)rows);
+    pst_bf16_rows<<<mlp_blocks(chunks, 256), 256, 0, stream>>>(pixels, order, images, a.scale, a.shift, (uint4 *)rows);
     CHECK_LAUNCH();
 }
 
@@ -187,13 +195,21 @@ static void pst_create(Trainer *t)
     b->groups = pst_groups(t->hidden);
     b->z2part = (unsigned long long *)dalloc(pst_share_bytes(b->groups));
     b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
-    b->x_epoch = b->x_test = NULL;
+    b->x_epoch[0] = b->x_epoch[1] = b->x_test = NULL;
+    b->order_ahead = NULL;
+    b->cur = b->ahead_ready = 0;
     if (PstProduct<S>::X_BUFFERS == 2) { /* bf16: pst_copy_batch */
-        b->x_epoch = (bf16 *)dalloc((size_t)t->n_train * IDX_PIXELS * sizeof(bf16));
-        b->map_epoch = pst_rows_map(b->x_epoch, t->n_train, t->batch);
+        for (int i = 0; i < 2; i++) {
+            b->x_epoch[i] = (bf16 *)dalloc((size_t)t->n_train * IDX_PIXELS * sizeof(bf16));
+            b->map_epoch[i] = pst_rows_map(b->x_epoch[i], t->n_train, t->batch);
+        }
+        b->order_ahead = (int *)dalloc((size_t)t->n_train * sizeof(int));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&b->launch_mark, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&b->ahead_done, cudaEventDisableTiming));
         if (t->n_test) {
             b->x_test = (bf16 *)dalloc((size_t)t->n_test * IDX_PIXELS * sizeof(bf16));
-            pst_make_rows(t, t->test_pixels, NULL, t->n_test, b->x_test);
+            pst_make_rows(t, t->test_pixels, NULL, t->n_test, b->x_test, cudaStreamPerThread);
             b->map_test = pst_rows_map(b->x_test, t->n_test, t->batch);
         }
     }
@@ -216,9 +232,16 @@ static void pst_create(Trainer *t)
 static void pst_destroy(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
+    if (b->order_ahead) { /* bf16 */
+        CUDA_CHECK(cudaStreamSynchronize(b->side));
+        CUDA_CHECK(cudaStreamDestroy(b->side));
+        CUDA_CHECK(cudaEventDestroy(b->launch_mark));
+        CUDA_CHECK(cudaEventDestroy(b->ahead_done));
+    }
     CUDA_CHECK(cudaFree(b->z2part));
     CUDA_CHECK(cudaFree(b->phase_cycles));
-    CUDA_CHECK(cudaFree(b->x_epoch));
+    for (int i = 0; i < 2; i++) CUDA_CHECK(cudaFree(b->x_epoch[i]));
+    CUDA_CHECK(cudaFree(b->order_ahead));
     CUDA_CHECK(cudaFree(b->x_test));
     free(b);
     t->own = NULL;
@@ -228,7 +251,8 @@ static void pst_destroy(Trainer *t)
 static PstArgs pst_epoch_args(const Trainer *t, float lr, float mu)
 {
     PstArgs a = pst_args(t);
-    a.pixels = t->pixels, a.labels = t->labels, a.order = t->order, a.rows = pst_buffers(t)->map_epoch;
+    a.pixels = t->pixels, a.labels = t->labels, a.order = t->order;
+    a.rows = pst_buffers(t)->map_epoch[pst_buffers(t)->cur];
     a.images = t->n_train, a.steps = steps_per_epoch(t);
     a.lr = lr, a.mu = mu, a.train = 1;
     a.loss = t->step_loss;
@@ -240,14 +264,43 @@ static PstArgs pst_epoch_args(const Trainer *t, float lr, float mu)
 template <typename S>
 static void pst_epoch_rows(const Trainer *t)
 {
-    if (PstProduct<S>::X_BUFFERS == 2) pst_make_rows(t, t->pixels, t->order, t->n_train, pst_buffers(t)->x_epoch);
+    PstBuffers *b = pst_buffers(t);
+    if (PstProduct<S>::X_BUFFERS == 2)
+        pst_make_rows(t, t->pixels, t->order, t->n_train, b->x_epoch[b->cur], cudaStreamPerThread);
 }
 
+/* bf16: this epoch's rows were written during the last one if its order was drawn then
+ * (pst_next_rows); else (the first epoch) they are written now. */
 template <typename S>
 static void pst_epoch(Trainer *t)
 {
-    pst_epoch_rows<S>(t);
+    PstBuffers *b = pst_buffers(t);
+    if (b->ahead_ready) {
+        b->cur = 1 - b->cur, b->ahead_ready = 0;
+        CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
+    } else {
+        pst_epoch_rows<S>(t);
+    }
+    if (b->order_ahead) CUDA_CHECK(cudaEventRecord(b->launch_mark, cudaStreamPerThread));
     pst_launch<S>(t, pst_epoch_args(t, t->lr, t->mu));
+}
+
+/* bf16 (StepFamily's next_order_drawn): the next epoch's rows, written while this epoch
+ * trains, into the other buffer, on a stream of their own. The persistent kernel holds 120
+ * SMs (15 clusters of 8 at H = 1024); the rows kernel's blocks take the GPU's others (12 on
+ * an H100 or H200), so the two run side by side. The side stream first waits for
+ * everything before this epoch's launch (the last reader of that buffer), and the
+ * trainer's stream then waits for the rows, so that the epoch's time includes them. */
+static void pst_next_rows(Trainer *t)
+{
+    PstBuffers *b = pst_buffers(t);
+    CUDA_CHECK(cudaStreamWaitEvent(b->side, b->launch_mark, 0));
+    CUDA_CHECK(cudaMemcpyAsync(b->order_ahead, t->h_next_order, (size_t)t->n_train * sizeof(int),
+                               cudaMemcpyHostToDevice, b->side));
+    pst_make_rows(t, t->pixels, b->order_ahead, t->n_train, b->x_epoch[1 - b->cur], b->side);
+    CUDA_CHECK(cudaEventRecord(b->ahead_done, b->side));
+    CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
+    b->ahead_ready = 1;
 }
 
 /* For the bench: where a step's time goes. One more epoch (lr 0, momentum 1: the weights
@@ -302,7 +355,7 @@ static const StepFamily PERSISTENT_STEPS = {
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpFp32>,
     .tolerances = NULL, .stages = &PERSISTENT_STAGES,
     .epoch = pst_epoch<MlpFp32>, .unsupported = pst_unsupported<MlpFp32>,
-    .z1_sum = NULL,
+    .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 /* bf16x3: fp32's numbers (kernels_persistent_bf16x3.cuh), checked as fp32 is. */
@@ -312,7 +365,7 @@ static const StepFamily PERSISTENT_BF16X3_STEPS = {
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16x3>,
     .tolerances = NULL, .stages = &PERSISTENT_BF16X3_STAGES,
     .epoch = pst_epoch<MlpBf16x3>, .unsupported = pst_unsupported<MlpBf16x3>,
-    .z1_sum = NULL,
+    .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 /* x's row times W1's column j as the bf16 kernel sums it (StepFamily's z1_sum, for --check):
@@ -349,7 +402,7 @@ static const StepFamily PERSISTENT_BF16_STEPS = {
     .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &PERSISTENT_BF16_STAGES,
     .epoch = pst_epoch<MlpBf16>, .unsupported = pst_unsupported<MlpBf16>,
-    .z1_sum = pst_bf16_z1_sum,
+    .z1_sum = pst_bf16_z1_sum, .next_order_drawn = pst_next_rows,
 };
 
 #endif

@@ -210,7 +210,7 @@ static const StepFamily TF32_STEPS = {
     .create = tc_create<MlpTf32>, .destroy = tc_destroy<MlpTf32>,
     .begin_epoch = tc_begin_epoch<MlpTf32>, .step = tc_step<MlpTf32>, .evaluate = tc_evaluate<MlpTf32>,
     .tolerances = &TC_TOLERANCES, .stages = &TF32_STAGES,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 #endif

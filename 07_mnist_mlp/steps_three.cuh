@@ -221,7 +221,7 @@ static const StepFamily THREE_STEPS = {
     .create = three_create<MlpFp32>, .destroy = three_destroy<MlpFp32>,
     .begin_epoch = three_begin_epoch<MlpFp32>, .step = three_step<MlpFp32>, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = &THREE_STAGES,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 /* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
@@ -231,7 +231,7 @@ static const StepFamily THREE_BF16_STEPS = {
     .create = three_create<MlpBf16>, .destroy = three_destroy<MlpBf16>,
     .begin_epoch = three_begin_epoch<MlpBf16>, .step = three_step<MlpBf16>, .evaluate = tc_evaluate<MlpBf16>,
     .tolerances = &TC_TOLERANCES, .stages = &THREE_BF16_STAGES,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 #endif

@@ -128,7 +128,7 @@ static const StepFamily UNFUSED_STEPS = {
     .create = unfused_create, .destroy = unfused_destroy,
     .begin_epoch = NULL, .step = step_unfused, .evaluate = evaluate_fp32,
     .tolerances = NULL, .stages = NULL,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL,
+    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
 };
 
 #endif

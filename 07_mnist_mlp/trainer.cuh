@@ -78,6 +78,9 @@ typedef struct {
     int (*unsupported)(int hidden, int batch, char *why, size_t len);
     /* --check: x's row times W1's column j as its forward sums it (NULL: one sum, as the CPU's) */
     RefZ1Sum z1_sum;
+    /* after run_epoch has drawn the next epoch's order (h_next_order), while this epoch is on
+       the GPU: work for the next epoch that can start now (NULL: none) */
+    void (*next_order_drawn)(Trainer *t);
 } StepFamily;
 
 typedef struct {
