@@ -73,10 +73,12 @@ static void take_next_order(Trainer *t)
     t->h_order = current;
 }
 
-/* ... and (copied) on the GPU. */
+/* ... and (copied) on the GPU, unless the family takes each order to the GPU itself, while
+ * the epoch before runs (next_order_drawn). */
 static void begin_epoch_order(Trainer *t)
 {
     take_next_order(t);
+    if (t->impl->family->next_order_drawn) return;
     CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int), cudaMemcpyHostToDevice,
                                cudaStreamPerThread));
 }

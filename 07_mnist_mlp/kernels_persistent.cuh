@@ -27,6 +27,7 @@
  *                     read from their shared memory (distributed shared memory; bf16's
  *                     parts in fp16, half the bytes: PstChunk); the
  *                     cluster's share of z2, relu(z1) W2[units g], to z2part in memory
+ *                     (bf16: begun by each thread on the 8 units of z1 it adds)
  *   z2_shares         z2 = b2 + the 15 clusters' shares of its rows, each stored with its
  *                     step's number: a block loads them until it has them all (no other
  *                     barrier between the clusters)
@@ -131,16 +132,23 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         }
         PST_STAMP(PST_FORWARD);
         /* reduce_z1_z2 */
-        pst_reduce_z1(sm, a, o, u0, record);
+        /* bf16: z2's share in parts, a chunk of z1's units each, in x's other buffer: free
+           until the next batch's copy, issued before the dW1 product, which writes over
+           these bytes (360 a row of this rank's, 45 a batch row: within the rows a copy
+           writes) */
+        pst_reduce_z1(sm, a, o, u0, record, (float *)x_next);
         __syncthreads();
-        pst_z2_share(sm, a, o, group, groups, buf, s + 1);
+        if constexpr (TWO_BUFFERS)
+            pst_z2_share_sum<S>((const float *)x_next, a, o, group, groups, buf, (int)(a.stamp0 + s + 1));
+        else
+            pst_z2_share(sm, a, o, group, groups, buf, (int)(a.stamp0 + s + 1));
         __syncthreads();
         PST_STAMP(PST_REDUCE);
         /* z2_shares: they are the barrier between the clusters */
         /* with one buffer, the index is loaded here: live through the forward, fp32's spill grew 8 -> 16 bytes */
         if (!TWO_BUFFERS) ahead = pst_image(a, s + 1);
         const bool next = s + 1 < a.steps;
-        pst_z2_shares(sm, a, o, groups, buf, s + 1);
+        pst_z2_shares(sm, a, o, groups, buf, (int)(a.stamp0 + s + 1));
         __syncthreads();
         PST_STAMP(PST_Z2_SHARES);
         /* softmax_backward */

@@ -5,7 +5,8 @@
  *   the batch          a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row),
  *                      or (bf16) the batch copied into x's other buffer (pst_copy_batch); labels
  *   the small params   W2's rows, b1, b2 and their velocities in and out
- *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share
+ *   reduce_z1_z2       pst_reduce_z1 (the cluster's partial sums), pst_z2_share or (bf16)
+ *                      pst_z2_share_sum
  *   small_step         pst_step_small
  * z2_shares and softmax_backward, the phases between them, are kernels_persistent_softmax.cuh;
  * how the blocks reach each other, kernels_persistent_sync.cuh. */
@@ -26,7 +27,10 @@ typedef struct {
     float lr, mu;
     int train;
     unsigned long long *z2part; /* [2][groups][256][10]: each cluster's share of z2 with its
-                                   step's number (pst_put_share); zeros at launch */
+                                   step's number (pst_put_share) */
+    unsigned stamp0;            /* step s's number is stamp0 + s + 1: each launch's numbers are
+                                   new (steps_persistent.cuh counts them), so no share left by
+                                   an earlier launch passes for one of this launch's */
     float *loss;                /* train: one sum a step; test: the total */
     int *correct;               /* test: rows whose largest logit is the label */
     float *z1_last, *dz2_last;  /* train: the last step's z1 (bias included, rows x H) and dz2 */
@@ -165,6 +169,10 @@ static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename
 {
     typedef PstProduct<MlpBf16> B; /* the products with two buffers: bf16's */
     if (threadIdx.x != 0) return;
+    /* the buffer held z2_parts (pst_reduce_z1), stored and loaded by the threads: the proxy
+       fence puts those accesses, ordered before this thread's by the barrier before it,
+       ahead of the copy's */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     tc_mbar_arrive_expect(&sm.x_full, (unsigned)(2 * pst_x_rows(a.batch) * B::X_BLOCK_ROW * sizeof(B::T)));
     for (int b = 0; b < 2; b++) tc_tma_load(x + b * B::X_BLOCK, &a.rows, &sm.x_full, k0 + b * B::X_BLOCK_ROW, s0);
 }
@@ -332,14 +340,39 @@ static __device__ __forceinline__ void pst_sum_parts(typename PstProduct<S>::Z *
     }
 }
 
+/* bf16: a chunk's part of z2's share, relu(z[e]) W2[u + e][k] summed over its N units e, for
+ * the 10 classes k: 10 chains of N FMAs, W2's rows loaded in pairs (a broadcast: a warp's
+ * lanes share the chunk at batch 256). */
+template <typename S, int N>
+static __device__ __forceinline__ void pst_z2_chunk(const PstShared<S> &sm, const float (&z)[N], int u, float *to)
+{
+    float p[MLP_CLASSES] = {};
+#pragma unroll
+    for (int e = 0; e < N; e++) {
+        const float r = fmaxf(z[e], 0.0f);
+        const float2 *w = (const float2 *)(sm.w2 + (u + e) * MLP_CLASSES);
+#pragma unroll
+        for (int k = 0; k < MLP_CLASSES / 2; k++) {
+            const float2 wk = w[k];
+            p[2 * k] = fmaf(r, wk.x, p[2 * k]), p[2 * k + 1] = fmaf(r, wk.y, p[2 * k + 1]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < MLP_CLASSES / 2; k++) ((float2 *)to)[k] = make_float2(p[2 * k], p[2 * k + 1]);
+}
+
 /* z1 of this rank's rows: b1 plus every block's partial sums (in rank order, added in fp32),
  * into own; on the step --check reads, also into z1_last. A thread takes 16 bytes of a row
  * from each block: 4 units in fp32, 8 in bf16's fp16 (1.3 us less a step at batch 256, and
  * the reduction's phase 0.7 us shorter: persistent_records.txt section 20a). The 8 blocks'
  * chunks are all loaded before any is added: a load from another SM's shared memory takes
- * hundreds of cycles, and one after another they were most of the phase. */
+ * hundreds of cycles, and one after another they were most of the phase.
+ * bf16 (two buffers of x) also starts z2's share here, from the 8 units the thread holds:
+ * relu(z1) . W2 over them, 10 sums, into z2_parts (chunk c, row, class); pst_z2_share_sum
+ * adds the chunks. fp32 and bf16x3 have no room for z2_parts: pst_z2_share. */
 template <typename S>
-static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, int u0, bool record)
+static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const PstArgs &a, PstOwn o, int u0, bool record,
+                                                     float *z2_parts)
 {
     typedef typename PstProduct<S>::Z Z;
     typedef PstChunk<Z> C;
@@ -360,6 +393,7 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
 #pragma unroll
         for (int e = 0; e < N; e += 4)
             *(float4 *)(sm.own + rl * PST_OWN_ROW + u + e) = make_float4(z[e], z[e + 1], z[e + 2], z[e + 3]);
+        if constexpr (PstProduct<S>::X_BUFFERS == 2) pst_z2_chunk(sm, z, u, z2_parts + (c * o.n + rl) * MLP_CLASSES);
         if (record)
 #pragma unroll
             for (int e = 0; e < N; e++)
@@ -368,7 +402,7 @@ static __device__ __forceinline__ void pst_reduce_z1(PstShared<S> &sm, const Pst
 }
 
 /* The cluster's share of z2 for this rank's rows: relu(z1) . W2[units], into z2part with
- * step s's number s + 1 (stamp). */
+ * step s's number (stamp: PstArgs's stamp0 + s + 1). */
 template <typename S>
 static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
                                                     int groups, int buf, int stamp)
@@ -383,6 +417,25 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[e] = fmaf(fmaxf(z[u + e], 0.0f), sm.w2[(u + e) * MLP_CLASSES + c], acc[e]);
         pst_put_share(out + (size_t)(o.r0 + rl) * MLP_CLASSES + c, (acc[0] + acc[1]) + (acc[2] + acc[3]), stamp);
+    }
+}
+
+/* bf16: the cluster's share of z2 for this rank's rows, its chunks' parts (pst_reduce_z1)
+ * added in chunk order, into z2part with step s's number (stamp). Where pst_z2_share reads
+ * z1 back and runs 72 FMAs a (row, class) in four chains, 144 loads from shared memory each,
+ * this is 9 loads and adds: the phase 2.5 -> 2.2 us a step at batch 256 on an H100
+ * (persistent_records.txt section 27). */
+template <typename S>
+static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, const PstArgs &a, PstOwn o, int group,
+                                                        int groups, int buf, int stamp)
+{
+    constexpr int Q = PST_UNITS / PstChunk<typename PstProduct<S>::Z>::N; /* chunks a row */
+    unsigned long long *out = a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
+    for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
+        float z = 0.0f;
+#pragma unroll
+        for (int c = 0; c < Q; c++) z += z2_parts[c * o.n * MLP_CLASSES + i];
+        pst_put_share(out + i, z, stamp);
     }
 }
 

@@ -119,7 +119,7 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
     for (int j = 0; j < MINE; j++) {
         const bool mine = threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES;
 #pragma unroll
-        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0ull : none; /* step 0: not yet */
+        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0ull : none; /* number 0: no step's */
     }
     bool missing;
     do {

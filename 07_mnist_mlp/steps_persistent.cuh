@@ -9,7 +9,8 @@
  * z2's shares (and for bf16 the images in bf16, each epoch's in its order, written during
  * the epoch before, with the tensor maps its TMA copies read),
  * asks for a cooperative launch where the driver gives one with clusters, and launches it:
- * an epoch over the epoch's order (run_epoch uploads it), or the test set.
+ * an epoch over the epoch's order (run_epoch uploads it; bf16 its own, with its rows), or
+ * the test set.
  *
  * The kernel leaves the trainer's arrays as every other trainer's: the parameters and the
  * velocity v (not mu v: `fused` is 0), z1 of the last step with its bias, and its dz2, so
@@ -23,6 +24,7 @@
 
 typedef struct {
     unsigned long long *z2part;
+    unsigned stamps; /* the step numbers the launches have used (PstArgs's stamp0) */
     int groups;      /* clusters: ceil(H / 72) */
     int cooperative; /* 1 if the driver took a cooperative launch with clusters */
     long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
@@ -30,9 +32,9 @@ typedef struct {
        next one's, written while this one trains) and the test set's, in bf16 */
     bf16 *x_epoch[2], *x_test;
     CUtensorMap map_epoch[2], map_test; /* ... as 2-D tensor maps, a box a block's slice of a batch */
+    int *order[2];           /* ... and the epochs' orders, on the GPU (uploaded with them) */
     int cur;
     int ahead_ready;         /* 1: x_epoch[1 - cur] holds the rows of the order drawn last */
-    int *order_ahead;        /* that order, on the GPU, for the kernel that writes them */
     cudaStream_t side;       /* ... on which they are written */
     cudaEvent_t launch_mark, ahead_done;
 } PstBuffers;
@@ -136,12 +138,18 @@ static PstArgs pst_args(const Trainer *t)
     return a;
 }
 
+/* A launch, its shares of z2 numbered after the last launch's: no share there from an
+ * earlier launch passes for one of its own, and z2part needs zeros only once in 2^31 steps
+ * (without them, a memset before every launch). */
 template <typename S>
-static void pst_launch(const Trainer *t, const PstArgs &a)
+static void pst_launch(const Trainer *t, PstArgs a)
 {
     PstBuffers *b = pst_buffers(t);
-    /* step numbers 0: no share of this launch's first step is there yet */
-    CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes(b->groups), cudaStreamPerThread));
+    if (b->stamps > (1u << 31)) b->stamps = 0;
+    if (b->stamps == 0) /* step numbers 0: no step's */
+        CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes(b->groups), cudaStreamPerThread));
+    a.stamp0 = b->stamps;
+    b->stamps += (unsigned)a.steps;
     CUDA_CHECK(pst_try_launch<S>(a, b->groups, b->cooperative));
 }
 
@@ -195,15 +203,16 @@ static void pst_create(Trainer *t)
     b->groups = pst_groups(t->hidden);
     b->z2part = (unsigned long long *)dalloc(pst_share_bytes(b->groups));
     b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
+    b->stamps = 0;
     b->x_epoch[0] = b->x_epoch[1] = b->x_test = NULL;
-    b->order_ahead = NULL;
+    b->order[0] = b->order[1] = NULL;
     b->cur = b->ahead_ready = 0;
     if (PstProduct<S>::X_BUFFERS == 2) { /* bf16: pst_copy_batch */
         for (int i = 0; i < 2; i++) {
             b->x_epoch[i] = (bf16 *)dalloc((size_t)t->n_train * IDX_PIXELS * sizeof(bf16));
             b->map_epoch[i] = pst_rows_map(b->x_epoch[i], t->n_train, t->batch);
+            b->order[i] = (int *)dalloc((size_t)t->n_train * sizeof(int));
         }
-        b->order_ahead = (int *)dalloc((size_t)t->n_train * sizeof(int));
         CUDA_CHECK(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreateWithFlags(&b->launch_mark, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&b->ahead_done, cudaEventDisableTiming));
@@ -232,7 +241,7 @@ static void pst_create(Trainer *t)
 static void pst_destroy(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
-    if (b->order_ahead) { /* bf16 */
+    if (b->order[0]) { /* bf16 */
         CUDA_CHECK(cudaStreamSynchronize(b->side));
         CUDA_CHECK(cudaStreamDestroy(b->side));
         CUDA_CHECK(cudaEventDestroy(b->launch_mark));
@@ -240,18 +249,28 @@ static void pst_destroy(Trainer *t)
     }
     CUDA_CHECK(cudaFree(b->z2part));
     CUDA_CHECK(cudaFree(b->phase_cycles));
-    for (int i = 0; i < 2; i++) CUDA_CHECK(cudaFree(b->x_epoch[i]));
-    CUDA_CHECK(cudaFree(b->order_ahead));
+    for (int i = 0; i < 2; i++) {
+        CUDA_CHECK(cudaFree(b->x_epoch[i]));
+        CUDA_CHECK(cudaFree(b->order[i]));
+    }
     CUDA_CHECK(cudaFree(b->x_test));
     free(b);
     t->own = NULL;
+}
+
+/* This epoch's order on the GPU: run_epoch's upload (t->order), or bf16's own (which it
+ * uploads with the epoch's rows: pst_next_rows). */
+static const int *pst_epoch_order(const Trainer *t)
+{
+    const PstBuffers *b = pst_buffers(t);
+    return b->order[0] ? b->order[b->cur] : t->order;
 }
 
 /* A training epoch's arguments: every step of it, over this epoch's order. */
 static PstArgs pst_epoch_args(const Trainer *t, float lr, float mu)
 {
     PstArgs a = pst_args(t);
-    a.pixels = t->pixels, a.labels = t->labels, a.order = t->order;
+    a.pixels = t->pixels, a.labels = t->labels, a.order = pst_epoch_order(t);
     a.rows = pst_buffers(t)->map_epoch[pst_buffers(t)->cur];
     a.images = t->n_train, a.steps = steps_per_epoch(t);
     a.lr = lr, a.mu = mu, a.train = 1;
@@ -266,11 +285,11 @@ static void pst_epoch_rows(const Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     if (PstProduct<S>::X_BUFFERS == 2)
-        pst_make_rows(t, t->pixels, t->order, t->n_train, b->x_epoch[b->cur], cudaStreamPerThread);
+        pst_make_rows(t, t->pixels, b->order[b->cur], t->n_train, b->x_epoch[b->cur], cudaStreamPerThread);
 }
 
-/* bf16: this epoch's rows were written during the last one if its order was drawn then
- * (pst_next_rows); else (the first epoch) they are written now. */
+/* bf16: this epoch's order and rows were uploaded and written during the last epoch if its
+ * order was drawn then (pst_next_rows); else (the first epoch) they are now. */
 template <typename S>
 static void pst_epoch(Trainer *t)
 {
@@ -278,15 +297,19 @@ static void pst_epoch(Trainer *t)
     if (b->ahead_ready) {
         b->cur = 1 - b->cur, b->ahead_ready = 0;
         CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
-    } else {
+    } else if (b->order[0]) {
+        CUDA_CHECK(cudaMemcpyAsync(b->order[b->cur], t->h_order, (size_t)t->n_train * sizeof(int),
+                                   cudaMemcpyHostToDevice, cudaStreamPerThread));
         pst_epoch_rows<S>(t);
     }
-    if (b->order_ahead) CUDA_CHECK(cudaEventRecord(b->launch_mark, cudaStreamPerThread));
+    if (b->order[0]) CUDA_CHECK(cudaEventRecord(b->launch_mark, cudaStreamPerThread));
     pst_launch<S>(t, pst_epoch_args(t, t->lr, t->mu));
 }
 
-/* bf16 (StepFamily's next_order_drawn): the next epoch's rows, written while this epoch
- * trains, into the other buffer, on a stream of their own. The persistent kernel holds 120
+/* bf16 (StepFamily's next_order_drawn): the next epoch's order, uploaded, and its rows,
+ * written, while this epoch trains, into the other buffers, on a stream of their own.
+ * Neither is then on the next epoch's path before its launch (the upload took 10-20 us
+ * there). The persistent kernel holds 120
  * SMs (15 clusters of 8 at H = 1024); the rows kernel's blocks take the GPU's others (12 on
  * an H100 or H200), so the two run side by side. The side stream first waits for
  * everything before this epoch's launch (the last reader of that buffer), and the
@@ -295,9 +318,9 @@ static void pst_next_rows(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     CUDA_CHECK(cudaStreamWaitEvent(b->side, b->launch_mark, 0));
-    CUDA_CHECK(cudaMemcpyAsync(b->order_ahead, t->h_next_order, (size_t)t->n_train * sizeof(int),
+    CUDA_CHECK(cudaMemcpyAsync(b->order[1 - b->cur], t->h_next_order, (size_t)t->n_train * sizeof(int),
                                cudaMemcpyHostToDevice, b->side));
-    pst_make_rows(t, t->pixels, b->order_ahead, t->n_train, b->x_epoch[1 - b->cur], b->side);
+    pst_make_rows(t, t->pixels, b->order[1 - b->cur], t->n_train, b->x_epoch[1 - b->cur], b->side);
     CUDA_CHECK(cudaEventRecord(b->ahead_done, b->side));
     CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
     b->ahead_ready = 1;

@@ -79,7 +79,8 @@ typedef struct {
     /* --check: x's row times W1's column j as its forward sums it (NULL: one sum, as the CPU's) */
     RefZ1Sum z1_sum;
     /* after run_epoch has drawn the next epoch's order (h_next_order), while this epoch is on
-       the GPU: work for the next epoch that can start now (NULL: none) */
+       the GPU: work for the next epoch that can start now (NULL: none). A family that has
+       it takes each epoch's order to the GPU itself: run_epoch leaves t->order alone */
     void (*next_order_drawn)(Trainer *t);
 } StepFamily;
 
