@@ -79,6 +79,9 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     typedef PstProduct<S> P;
     extern __shared__ __align__(16) unsigned char pst_smem[];
     PstShared<S> &sm = *(PstShared<S> *)pst_smem;
+    /* a kernel launched after this one as a programmatic dependent (bf16's next rows:
+       steps_persistent.cuh) may start now, on the SMs this grid leaves free */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (a.steps == 0) return;
     const int rank = pst_rank(), group = blockIdx.x / PST_CLUSTER, groups = gridDim.x / PST_CLUSTER;
     const int k0 = pst_slice_begin(rank, P::QUANTUM), ks = pst_slice_begin(rank + 1, P::QUANTUM) - k0;

@@ -100,27 +100,44 @@ static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
     return o;
 }
 
+/* 8 pixels into bf16: (p * scale + shift), rounded. */
+static __device__ __forceinline__ void pst_bf16_chunk(const unsigned char *from, float scale, float shift, uint4 *to)
+{
+    const uint2 p = *(const uint2 *)from;
+    const unsigned w[2] = {p.x, p.y};
+    unsigned h[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        h[k] = MlpBf16::pack2(fmaf(pst_byte_float(w[k / 2], 2 * (k % 2)), scale, shift),
+                              fmaf(pst_byte_float(w[k / 2], 2 * (k % 2) + 1), scale, shift));
+    *to = make_uint4(h[0], h[1], h[2], h[3]);
+}
+
 /* bf16's rows of x for its TMA copies (steps_persistent.cuh): image order[i] of a set (image
  * i where order is NULL) as row i, every pixel p as bf16(p * scale + shift), normalized as
  * every persistent trainer does (one FMA) and rounded to nearest (cvt.rn). With the rows in
  * the order the steps take them, a block's slice of a batch is one box of a 2-D tensor
  * map, one request, where rows from 256 images are 256 (persistent_records.txt section 24).
- * 8 pixels (16 bytes) a thread. */
-__global__ void pst_bf16_rows(const unsigned char *pixels, const int *order, int rows, float scale, float shift,
-                              uint4 *out)
+ * A block takes 32 rows at a time: their images first (one load a row, from the host's
+ * pinned memory when the order is the next epoch's, still there: pst_next_rows), also
+ * copied to order_copy if it is not NULL; then 8 pixels (16 bytes) a thread. */
+__global__ void pst_bf16_rows(const unsigned char *pixels, const int *order, int *order_copy, int rows, float scale,
+                              float shift, uint4 *out)
 {
-    constexpr int CHUNKS = IDX_PIXELS / 8;
-    const size_t n = (size_t)rows * CHUNKS;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const size_t row = i / CHUNKS, image = order ? (size_t)order[row] : row;
-        const uint2 p = *(const uint2 *)(pixels + image * IDX_PIXELS + 8 * (i % CHUNKS));
-        const unsigned w[2] = {p.x, p.y};
-        unsigned h[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            h[k] = MlpBf16::pack2(fmaf(pst_byte_float(w[k / 2], 2 * (k % 2)), scale, shift),
-                                  fmaf(pst_byte_float(w[k / 2], 2 * (k % 2) + 1), scale, shift));
-        out[i] = make_uint4(h[0], h[1], h[2], h[3]);
+    constexpr int CHUNKS = IDX_PIXELS / 8, GROUP = 32;
+    __shared__ int images[GROUP];
+    for (int r0 = blockIdx.x * GROUP; r0 < rows; r0 += gridDim.x * GROUP) {
+        const int n = rows - r0 < GROUP ? rows - r0 : GROUP;
+        __syncthreads(); /* the last group's images are read */
+        if (threadIdx.x < n) {
+            const int image = order ? order[r0 + threadIdx.x] : r0 + threadIdx.x;
+            images[threadIdx.x] = image;
+            if (order_copy) order_copy[r0 + threadIdx.x] = image;
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < n * CHUNKS; i += blockDim.x)
+            pst_bf16_chunk(pixels + (size_t)images[i / CHUNKS] * IDX_PIXELS + 8 * (i % CHUNKS), scale, shift,
+                           out + (size_t)r0 * CHUNKS + i);
     }
 }
 

@@ -32,11 +32,9 @@ typedef struct {
        next one's, written while this one trains) and the test set's, in bf16 */
     bf16 *x_epoch[2], *x_test;
     CUtensorMap map_epoch[2], map_test; /* ... as 2-D tensor maps, a box a block's slice of a batch */
-    int *order[2];           /* ... and the epochs' orders, on the GPU (uploaded with them) */
+    int *order[2];           /* ... and the epochs' orders, on the GPU (copied with them) */
     int cur;
     int ahead_ready;         /* 1: x_epoch[1 - cur] holds the rows of the order drawn last */
-    cudaStream_t side;       /* ... on which they are written */
-    cudaEvent_t launch_mark, ahead_done;
 } PstBuffers;
 
 static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; }
@@ -154,17 +152,26 @@ static void pst_launch(const Trainer *t, PstArgs a)
 }
 
 /* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into
- * rows, made on `stream`. The test set's once, when the trainer is made; the training
- * set's for every epoch, in the epoch's order (94 MB written, 47 MB read: 53 us on the
- * whole of an H100, persistent_records.txt section 26g), during the epoch before
- * (pst_next_rows) or, for the first, before it. */
-static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int images, bf16 *rows,
-                          cudaStream_t stream)
+ * rows (and the order into order_copy, if not NULL), on the trainer's stream. The test
+ * set's once, when the trainer is made; the training set's for every epoch, in the epoch's
+ * order (94 MB written, 47 MB read: 53 us on the whole of an H100, persistent_records.txt
+ * section 26g), during the epoch before (pst_next_rows: `early`, a programmatic dependent
+ * launch) or, for the first, before it. */
+static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int *order_copy,
+                          int images, bf16 *rows, int early)
 {
     const PstArgs a = pst_args(t);
-    const long long chunks = (long long)images * (IDX_PIXELS / 8);
-    pst_bf16_rows<<<mlp_blocks(chunks, 256), 256, 0, stream>>>(pixels, order, images, a.scale, a.shift, (uint4 *)rows);
-    CHECK_LAUNCH();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(mlp_blocks(images, 32)); /* 32 rows a block */
+    cfg.blockDim = dim3(256);
+    cfg.stream = cudaStreamPerThread;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = early ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, pst_bf16_rows, pixels, order, order_copy, images, a.scale, a.shift,
+                                  (uint4 *)rows));
 }
 
 /* The tensor map of `images` rows of bf16 pixels, copied in boxes of the batch's rows (rounded
@@ -213,12 +220,9 @@ static void pst_create(Trainer *t)
             b->map_epoch[i] = pst_rows_map(b->x_epoch[i], t->n_train, t->batch);
             b->order[i] = (int *)dalloc((size_t)t->n_train * sizeof(int));
         }
-        CUDA_CHECK(cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking));
-        CUDA_CHECK(cudaEventCreateWithFlags(&b->launch_mark, cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&b->ahead_done, cudaEventDisableTiming));
         if (t->n_test) {
             b->x_test = (bf16 *)dalloc((size_t)t->n_test * IDX_PIXELS * sizeof(bf16));
-            pst_make_rows(t, t->test_pixels, NULL, t->n_test, b->x_test, cudaStreamPerThread);
+            pst_make_rows(t, t->test_pixels, NULL, NULL, t->n_test, b->x_test, 0);
             b->map_test = pst_rows_map(b->x_test, t->n_test, t->batch);
         }
     }
@@ -241,12 +245,6 @@ static void pst_create(Trainer *t)
 static void pst_destroy(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
-    if (b->order[0]) { /* bf16 */
-        CUDA_CHECK(cudaStreamSynchronize(b->side));
-        CUDA_CHECK(cudaStreamDestroy(b->side));
-        CUDA_CHECK(cudaEventDestroy(b->launch_mark));
-        CUDA_CHECK(cudaEventDestroy(b->ahead_done));
-    }
     CUDA_CHECK(cudaFree(b->z2part));
     CUDA_CHECK(cudaFree(b->phase_cycles));
     for (int i = 0; i < 2; i++) {
@@ -285,10 +283,10 @@ static void pst_epoch_rows(const Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     if (PstProduct<S>::X_BUFFERS == 2)
-        pst_make_rows(t, t->pixels, b->order[b->cur], t->n_train, b->x_epoch[b->cur], cudaStreamPerThread);
+        pst_make_rows(t, t->pixels, b->order[b->cur], NULL, t->n_train, b->x_epoch[b->cur], 0);
 }
 
-/* bf16: this epoch's order and rows were uploaded and written during the last epoch if its
+/* bf16: this epoch's order and rows were copied and written during the last epoch if its
  * order was drawn then (pst_next_rows); else (the first epoch) they are now. */
 template <typename S>
 static void pst_epoch(Trainer *t)
@@ -296,33 +294,32 @@ static void pst_epoch(Trainer *t)
     PstBuffers *b = pst_buffers(t);
     if (b->ahead_ready) {
         b->cur = 1 - b->cur, b->ahead_ready = 0;
-        CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
     } else if (b->order[0]) {
         CUDA_CHECK(cudaMemcpyAsync(b->order[b->cur], t->h_order, (size_t)t->n_train * sizeof(int),
                                    cudaMemcpyHostToDevice, cudaStreamPerThread));
         pst_epoch_rows<S>(t);
     }
-    if (b->order[0]) CUDA_CHECK(cudaEventRecord(b->launch_mark, cudaStreamPerThread));
     pst_launch<S>(t, pst_epoch_args(t, t->lr, t->mu));
 }
 
-/* bf16 (StepFamily's next_order_drawn): the next epoch's order, uploaded, and its rows,
- * written, while this epoch trains, into the other buffers, on a stream of their own.
- * Neither is then on the next epoch's path before its launch (the upload took 10-20 us
- * there). The persistent kernel holds 120
- * SMs (15 clusters of 8 at H = 1024); the rows kernel's blocks take the GPU's others (12 on
- * an H100 or H200), so the two run side by side. The side stream first waits for
- * everything before this epoch's launch (the last reader of that buffer), and the
- * trainer's stream then waits for the rows, so that the epoch's time includes them. */
+/* bf16 (StepFamily's next_order_drawn): the next epoch's order and rows, written while this
+ * epoch trains, into the other buffers, so that neither is on the next epoch's path before
+ * its launch (the order's upload took 10-20 us there). The persistent kernel holds 120 SMs
+ * (15 clusters of 8 at H = 1024), and the rows kernel, launched after it on the same
+ * stream, takes the GPU's others (12 on an H100 or H200): a programmatic dependent launch,
+ * which may start once every block of the kernel before it has executed
+ * griddepcontrol.launch_dependents (mlp_persistent does at its start). It reads the order
+ * from the host's pinned memory, where run_epoch drew it, and copies it for the next
+ * launch. The next launch on the stream waits for it as for any kernel before, and so does
+ * the end of this epoch. (A second stream for the rows ran them alongside as well, but left
+ * every launch after it slower, three-launch trainers 3-5% an epoch, for the rest of the
+ * process: persistent_records.txt section 27.) */
 static void pst_next_rows(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
-    CUDA_CHECK(cudaStreamWaitEvent(b->side, b->launch_mark, 0));
-    CUDA_CHECK(cudaMemcpyAsync(b->order[1 - b->cur], t->h_next_order, (size_t)t->n_train * sizeof(int),
-                               cudaMemcpyHostToDevice, b->side));
-    pst_make_rows(t, t->pixels, b->order[1 - b->cur], t->n_train, b->x_epoch[1 - b->cur], b->side);
-    CUDA_CHECK(cudaEventRecord(b->ahead_done, b->side));
-    CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, b->ahead_done, 0));
+    int *order;
+    CUDA_CHECK(cudaHostGetDevicePointer((void **)&order, t->h_next_order, 0));
+    pst_make_rows(t, t->pixels, order, b->order[1 - b->cur], t->n_train, b->x_epoch[1 - b->cur], 1);
     b->ahead_ready = 1;
 }
 
