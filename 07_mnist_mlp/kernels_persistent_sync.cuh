@@ -86,9 +86,9 @@ static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
 /* ------------------------------------------------------------------ between the clusters */
 
 /* A share of z2 as it crosses memory: the value and the number of its step (stamp0 + s + 1)
- * in one 8-byte word, stored and loaded whole (an aligned 8-byte access is single-copy atomic), so
- * that a block that reads the number it waits for has that step's value: the shares are
- * themselves the meeting point of the clusters, with no count, fence or barrier
+ * in one 8-byte word, stored and loaded whole (an aligned 8-byte access is single-copy
+ * atomic), so that a block that reads the number it waits for has that step's value: the
+ * shares are themselves the meeting point of the clusters, with no count, fence or barrier
  * (pst_z2_shares). */
 static __device__ __forceinline__ void pst_put_share(unsigned long long *at, float v, int stamp)
 {
