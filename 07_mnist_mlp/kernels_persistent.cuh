@@ -1,8 +1,9 @@
 /* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch,
  * with the weights on the chip from its first step to its last (steps_persistent.cuh runs it).
  * This file is its loop; the phases are kernels_persistent_phases.cuh (z2_shares and
- * softmax_backward in kernels_persistent_softmax.cuh), the two products
- * kernels_persistent_products.cuh, and how blocks reach each other kernels_persistent_sync.cuh.
+ * softmax_backward in kernels_persistent_softmax.cuh, the batch in kernels_persistent_batch.cuh),
+ * the two products kernels_persistent_products.cuh, and how blocks reach each other
+ * kernels_persistent_sync.cuh.
  *
  * The three-launch step of `optimized` still hands everything over through memory: each
  * launch reads W1 (3.2 MB) or its velocity from L2 or DRAM, writes what the next one needs,
@@ -66,6 +67,7 @@
 #ifndef CH07_KERNELS_PERSISTENT_CUH
 #define CH07_KERNELS_PERSISTENT_CUH
 
+#include "kernels_persistent_batch.cuh"
 #include "kernels_persistent_softmax.cuh"
 
 /* ------------------------------------------------------------------ the kernel */

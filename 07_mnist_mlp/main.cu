@@ -29,7 +29,8 @@
  *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16x3,
  *                      persistent_bf16);
  *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
- *                      its phases, kernels_persistent_products.cuh its two products (with
+ *                      its phases (kernels_persistent_batch.cuh how a batch arrives),
+ *                      kernels_persistent_products.cuh its two products (with
  *                      kernels_persistent_fp32.cuh, _bf16x3.cuh and _bf16.cuh, one each),
  *                      kernels_persistent_sync.cuh how its blocks reach each other
  *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
