@@ -71,6 +71,7 @@ struct PstProduct<MlpBf16> {
     typedef bf16 T;
     typedef __half Z; /* the forward's partial sums (PstChunk) */
     typedef bf16 D;   /* dz1, the dW1 product's operand */
+    typedef unsigned ShareWord; /* z2's shares: 16 bits of mantissa and a tag (PstShares) */
     static constexpr int QUANTUM = 16;                   /* pixels: one k-step; slices of 96 or 112 */
     static constexpr int MAX_SLICE = 112;
     static constexpr int X_BLOCK_ROW = 64;               /* pixels of a row of an x block: 128 bytes */

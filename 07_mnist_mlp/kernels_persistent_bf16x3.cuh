@@ -50,6 +50,7 @@ struct PstProduct<MlpBf16x3> {
     typedef bf16 T;                /* x (the pixels p, then a column of ones) and W1's pieces */
     typedef float Z;
     typedef float D;
+    typedef unsigned long long ShareWord; /* fp32's numbers */
     typedef F::Row Row;
     static constexpr int QUANTUM = F::QUANTUM, MAX_SLICE = F::MAX_SLICE; /* slices of 96 or 100 */
     static constexpr int M_TILES = 7;              /* dW1's 16-pixel tiles, one a warp: 112 pixels */

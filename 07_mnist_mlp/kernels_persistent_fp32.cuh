@@ -10,6 +10,7 @@ struct PstProduct<MlpFp32> {
     typedef float T;
     typedef float Z; /* the forward's partial sums (PstChunk) */
     typedef float D; /* dz1, the dW1 product's operand */
+    typedef unsigned long long ShareWord; /* z2's shares: fp32 and the step's number (PstShares) */
     static constexpr int QUANTUM = 4;           /* pixels: slices of 96 or 100 */
     static constexpr int MAX_SLICE = 100;
     static constexpr int X_ROW = MAX_SLICE;     /* floats of a row of x: rows 4 banks apart */

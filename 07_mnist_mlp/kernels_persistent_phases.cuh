@@ -25,8 +25,8 @@ typedef struct {
     int hidden, w1, b1, w2, b2; /* H and the offsets (floats) */
     float lr, mu;
     int train;
-    unsigned long long *z2part; /* [2][groups][256][10]: each cluster's share of z2 with its
-                                   step's number (pst_put_share) */
+    void *z2part;               /* [2][groups][256][10]: each cluster's share of z2 with its
+                                   step's number (PstShares, in PstProduct's ShareWord) */
     unsigned stamp0;            /* step s's number is stamp0 + s + 1: each launch's numbers are
                                    new (steps_persistent.cuh counts them), so no share left by
                                    an earlier launch passes for one of this launch's */
@@ -269,7 +269,9 @@ template <typename S>
 static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
                                                     int groups, int buf, int stamp)
 {
-    unsigned long long *out = a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
+    typename Sh::W *out = (typename Sh::W *)a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    const unsigned key = Sh::key(stamp);
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
         const float *z = sm.own + rl * PST_OWN_ROW;
@@ -278,7 +280,7 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
         for (int u = 0; u < PST_UNITS; u += 4)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[e] = fmaf(fmaxf(z[u + e], 0.0f), sm.w2[(u + e) * MLP_CLASSES + c], acc[e]);
-        pst_put_share(out + (size_t)(o.r0 + rl) * MLP_CLASSES + c, (acc[0] + acc[1]) + (acc[2] + acc[3]), stamp);
+        Sh::put(out + (size_t)(o.r0 + rl) * MLP_CLASSES + c, Sh::word((acc[0] + acc[1]) + (acc[2] + acc[3]), key));
     }
 }
 
@@ -292,12 +294,14 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
                                                         int groups, int buf, int stamp)
 {
     constexpr int Q = PST_UNITS / PstChunk<typename PstProduct<S>::Z>::N; /* chunks a row */
-    unsigned long long *out = a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
+    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
+    typename Sh::W *out = (typename Sh::W *)a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
+    const unsigned key = Sh::key(stamp);
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         float z = 0.0f;
 #pragma unroll
         for (int c = 0; c < Q; c++) z += z2_parts[c * o.n * MLP_CLASSES + i];
-        pst_put_share(out + i, z, stamp);
+        Sh::put(out + i, Sh::word(z, key));
     }
 }
 

@@ -108,18 +108,20 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
 {
     constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, G = PST_MAX_GROUPS;
     constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES; /* words from one cluster's shares to the next's */
-    const unsigned long long *in = a.z2part + ((size_t)buf * groups * PST_MAX_ROWS + o.r0) * MLP_CLASSES + threadIdx.x;
+    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
+    const typename Sh::W *in = (const typename Sh::W *)a.z2part + ((size_t)buf * groups * PST_MAX_ROWS + o.r0) * MLP_CLASSES + threadIdx.x;
     /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
        that the loop below tests one number a slot and nothing else: a pass is about 100
        instructions, where three tests a slot made it about 500, which cost 1.2-1.5 us a
        step at batch 32 (persistent_records.txt section 19a). */
-    const unsigned long long none = (unsigned long long)(unsigned)stamp << 32;
-    unsigned long long share[MINE][G];
+    const unsigned key = Sh::key(stamp);
+    const typename Sh::W none = Sh::word(0.0f, key);
+    typename Sh::W share[MINE][G];
 #pragma unroll
     for (int j = 0; j < MINE; j++) {
         const bool mine = threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES;
 #pragma unroll
-        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0ull : none; /* number 0: no step's */
+        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0 : none; /* a 0: no step's */
     }
     bool missing;
     do {
@@ -127,20 +129,20 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
         for (int j = 0; j < MINE; j++)
 #pragma unroll
             for (int g = 0; g < G; g++)
-                if ((unsigned)(share[j][g] >> 32) != (unsigned)stamp)
-                    share[j][g] = pst_get_share(in + j * PST_THREADS + g * NEXT_GROUP);
+                if (!Sh::is(share[j][g], key))
+                    share[j][g] = Sh::get(in + j * PST_THREADS + g * NEXT_GROUP);
         missing = false;
 #pragma unroll
         for (int j = 0; j < MINE; j++)
 #pragma unroll
-            for (int g = 0; g < G; g++) missing |= (unsigned)(share[j][g] >> 32) != (unsigned)stamp;
+            for (int g = 0; g < G; g++) missing |= !Sh::is(share[j][g], key);
     } while (missing);
 #pragma unroll
     for (int j = 0; j < MINE; j++) {
         const int i = threadIdx.x + j * PST_THREADS;
         float z = sm.b2[i % MLP_CLASSES];
 #pragma unroll
-        for (int g = 0; g < G; g++) z += __uint_as_float((unsigned)share[j][g]); /* a 0 past the clusters */
+        for (int g = 0; g < G; g++) z += Sh::value(share[j][g]); /* a 0 past the clusters */
         if (i < o.n * MLP_CLASSES) sm.dz2[i] = z;
     }
 }

@@ -12,8 +12,7 @@
  *                   tc_cluster_sync (barrier.cluster arrive.release and wait.acquire)
  *   pst_cluster_arrive, pst_cluster_wait
  *                   the same barrier in its two halves, for work done while waiting
- *   pst_put_share, pst_get_share
- *                   z2's shares between the clusters, each stored with its step's number
+ *   PstShares       z2's shares between the clusters, each stored with its step's number
  *                   (only safe with every block resident: steps_persistent.cuh)
  * Compiled for sm_90 and newer only (PST_DEVICE). */
 #ifndef CH07_KERNELS_PERSISTENT_SYNC_CUH
@@ -85,23 +84,63 @@ static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
 
 /* ------------------------------------------------------------------ between the clusters */
 
-/* A share of z2 as it crosses memory: the value and the number of its step (stamp0 + s + 1)
- * in one 8-byte word, stored and loaded whole (an aligned 8-byte access is single-copy
- * atomic), so that a block that reads the number it waits for has that step's value: the
- * shares are themselves the meeting point of the clusters, with no count, fence or barrier
- * (pst_z2_shares). */
-static __device__ __forceinline__ void pst_put_share(unsigned long long *at, float v, int stamp)
-{
-    const unsigned long long word = (unsigned long long)(unsigned)stamp << 32 | __float_as_uint(v);
-    asm volatile("st.relaxed.gpu.global.b64 [%0], %1;\n" ::"l"(at), "l"(word) : "memory");
-}
+/* A share of z2 as it crosses memory, with the number of its step (stamp0 + s + 1), in one
+ * word stored and loaded whole (an aligned access of 4 or 8 bytes is single-copy atomic), so
+ * that a block that reads the number it waits for has that step's value: the shares are
+ * themselves the meeting point of the clusters, with no count, fence or barrier
+ * (pst_z2_shares). The word's type is the product's (PstProduct::ShareWord):
+ *   8 bytes (fp32, bf16x3)  the fp32 value and the step's number
+ *   4 bytes (bf16)          the value rounded to 16 bits of mantissa (fp32 has 24; z1's
+ *                           partial sums crossed the cluster in fp16, 11), its low 8 bits
+ *                           replaced by a tag, 1 + number % 255: half the bytes that the
+ *                           waiting blocks load from L2, and z2_shares 0.99 -> 0.86 us a step
+ *                           at batch 256 on an H100 (persistent_records.txt section 28).
+ * A tag comes back every 255 steps, but a word is read only at a step that rewrites it, and
+ * what it held before was written a few steps earlier (at step s - 2, or in the last steps of
+ * the launch before), never 255; no tag is 0, so the zeros of z2part's memset pass for no
+ * step. */
+template <typename W>
+struct PstShares;
 
-static __device__ __forceinline__ unsigned long long pst_get_share(const unsigned long long *at)
-{
-    unsigned long long word;
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];\n" : "=l"(word) : "l"(at) : "memory");
-    return word;
-}
+template <>
+struct PstShares<unsigned long long> {
+    typedef unsigned long long W;
+    static __device__ __forceinline__ unsigned key(int stamp) { return (unsigned)stamp; }
+    static __device__ __forceinline__ W word(float v, unsigned key) { return (W)key << 32 | __float_as_uint(v); }
+    static __device__ __forceinline__ bool is(W w, unsigned key) { return (unsigned)(w >> 32) == key; }
+    static __device__ __forceinline__ float value(W w) { return __uint_as_float((unsigned)w); }
+    static __device__ __forceinline__ void put(W *at, W w)
+    {
+        asm volatile("st.relaxed.gpu.global.b64 [%0], %1;\n" ::"l"(at), "l"(w) : "memory");
+    }
+    static __device__ __forceinline__ W get(const W *at)
+    {
+        W w;
+        asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];\n" : "=l"(w) : "l"(at) : "memory");
+        return w;
+    }
+};
+
+template <>
+struct PstShares<unsigned> {
+    typedef unsigned W;
+    static constexpr unsigned TAG = 0xFFu;
+    static __device__ __forceinline__ unsigned key(int stamp) { return 1u + (unsigned)stamp % 255u; }
+    /* rounded to nearest on the 16 bits kept (a carry into the exponent is the right result) */
+    static __device__ __forceinline__ W word(float v, unsigned key) { return ((__float_as_uint(v) + 0x80u) & ~TAG) | key; }
+    static __device__ __forceinline__ bool is(W w, unsigned key) { return (w & TAG) == key; }
+    static __device__ __forceinline__ float value(W w) { return __uint_as_float(w & ~TAG); }
+    static __device__ __forceinline__ void put(W *at, W w)
+    {
+        asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(at), "r"(w) : "memory");
+    }
+    static __device__ __forceinline__ W get(const W *at)
+    {
+        W w;
+        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(w) : "l"(at) : "memory");
+        return w;
+    }
+};
 
 #endif /* PST_DEVICE */
 

@@ -23,7 +23,7 @@
 #include "trainer.cuh"
 
 typedef struct {
-    unsigned long long *z2part;
+    void *z2part; /* PstArgs's */
     unsigned stamps; /* the step numbers the launches have used (PstArgs's stamp0) */
     int groups;      /* clusters: ceil(H / 72) */
     int cooperative; /* 1 if the driver took a cooperative launch with clusters */
@@ -44,7 +44,7 @@ static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS;
 /* z2's shares: two steps' (the parity's) of every cluster, each value with its step number. */
 static size_t pst_share_bytes(int groups)
 {
-    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(unsigned long long);
+    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(unsigned long long); /* the larger ShareWord */
 }
 
 /* The configuration of a launch of `groups` clusters of 8 blocks, cooperative or not (at:
@@ -208,7 +208,7 @@ static void pst_create(Trainer *t)
     PstBuffers *b = (PstBuffers *)xmalloc(sizeof *b);
     t->own = b;
     b->groups = pst_groups(t->hidden);
-    b->z2part = (unsigned long long *)dalloc(pst_share_bytes(b->groups));
+    b->z2part = dalloc(pst_share_bytes(b->groups));
     b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
     b->stamps = 0;
     b->x_epoch[0] = b->x_epoch[1] = b->x_test = NULL;
@@ -415,7 +415,9 @@ static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int
 
 /* bf16: checked as steps_tc.cuh's step is (TC_TOLERANCES: against CPU steps on the same
  * rounded operands: x and W1 in the forward product, x and dz1 in dW1), with z1's sums
- * rounded where the kernel rounds them (pst_bf16_z1_sum). */
+ * rounded where the kernel rounds them (pst_bf16_z1_sum). z2's shares, which cross L2 with
+ * 16 bits of mantissa (PstShares: 2^-17 of a share at most), are not rounded here: --check's
+ * worst errors did not move with them (persistent_records.txt section 28). */
 static const StepFamily PERSISTENT_BF16_STEPS = {
     .fused = 0, .capturable = 0,
     .create = pst_create<MlpBf16>, .destroy = pst_destroy,
