@@ -46,14 +46,14 @@
  *
  * W1 and its velocity never leave the chip during the epoch; what crosses memory in a step
  * is the batch (each block its slice of the pixels: 25 KB at batch 256; bf16's, two TMA boxes
- * of 64 pixels, 64 KB) and z2's shares
- * (20 KB a cluster, each value with its step's number; bf16's, 10 KB: PstShares). z2part is double-buffered by the
- * step's parity: a block may write step s + 1's share while another still reads step s's,
- * but not step s + 2's (pst_z2_shares says why). Within a cluster, dz1's row r, stored by
- * softmax_backward into every block, lands on the same bytes as the partial sums' row r,
- * which only row r's own rank reads, before it stores (pst_dz1_on_part_rows): so the
- * reduction and dz1's stores need no barrier between them, and the next forward, which
- * overwrites both, comes after the cluster barrier that follows the stores.
+ * of 64 pixels, 64 KB) and z2's shares (20 KB a cluster, each value with its step's number;
+ * bf16's, 10 KB: PstShares). z2part is double-buffered by the step's parity: a block may
+ * write step s + 1's share while another still reads step s's, but not step s + 2's
+ * (pst_z2_shares says why). Within a cluster, dz1's row r, stored by softmax_backward into
+ * every block, lands on the same bytes as the partial sums' row r, which only row r's own
+ * rank reads, before it stores (pst_dz1_on_part_rows): so the reduction and dz1's stores
+ * need no barrier between them, and the next forward, which overwrites both, comes after
+ * the cluster barrier that follows the stores.
  *
  * Blocks that wait for each other's shares are only safe if every block is running at
  * once: the launch is cooperative (the driver takes that with clusters), and
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         const PstSplit sp = pst_split(rows, P::GRANULE);
         typename P::T *x = sm.xs + (TWO_BUFFERS ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (TWO_BUFFERS ? 1 - buf : 0) * sm.X_SIZE;
         int ahead = TWO_BUFFERS ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
-        if (TWO_BUFFERS) pst_prefetch_batch<S>(a, s + 2, k0, group, groups);
+        if (TWO_BUFFERS) pst_prefetch_batch<S>(a, s + 2, k0, group, groups); /* into L2 for its copy */
         /* forward */
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {

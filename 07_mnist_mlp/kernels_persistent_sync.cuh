@@ -93,8 +93,8 @@ static __device__ __forceinline__ void pst_st_peer(uint32_t addr, float v)
  *   4 bytes (bf16)          the value rounded to 16 bits of mantissa (fp32 has 24; z1's
  *                           partial sums crossed the cluster in fp16, 11), its low 8 bits
  *                           replaced by a tag, 1 + number % 255: half the bytes that the
- *                           waiting blocks load from L2, and z2_shares 0.99 -> 0.86 us a step
- *                           at batch 256 on an H100 (persistent_records.txt section 28).
+ *                           waiting blocks load from L2, and a step 10.33-10.41 -> 10.18-10.22
+ *                           us at batch 256 on an H100 (persistent_records.txt section 28).
  * A tag comes back every 255 steps, but a word is read only at a step that rewrites it, and
  * what it held before was written a few steps earlier (at step s - 2, or in the last steps of
  * the launch before), never 255; no tag is 0, so the zeros of z2part's memset pass for no
