@@ -295,7 +295,8 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
 {
     constexpr int Q = PST_UNITS / PstChunk<typename PstProduct<S>::Z>::N; /* chunks a row */
     typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
-    typename Sh::W *out = (typename Sh::W *)a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
+    typename Sh::W *out =
+        (typename Sh::W *)a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
     const unsigned key = Sh::key(stamp);
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         float z = 0.0f;

@@ -127,7 +127,10 @@ struct PstShares<unsigned> {
     static constexpr unsigned TAG = 0xFFu;
     static __device__ __forceinline__ unsigned key(int stamp) { return 1u + (unsigned)stamp % 255u; }
     /* rounded to nearest on the 16 bits kept (a carry into the exponent is the right result) */
-    static __device__ __forceinline__ W word(float v, unsigned key) { return ((__float_as_uint(v) + 0x80u) & ~TAG) | key; }
+    static __device__ __forceinline__ W word(float v, unsigned key)
+    {
+        return ((__float_as_uint(v) + 0x80u) & ~TAG) | key;
+    }
     static __device__ __forceinline__ bool is(W w, unsigned key) { return (w & TAG) == key; }
     static __device__ __forceinline__ float value(W w) { return __uint_as_float(w & ~TAG); }
     static __device__ __forceinline__ void put(W *at, W w)
