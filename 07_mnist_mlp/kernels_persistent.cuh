@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         const PstSplit sp = pst_split(rows, P::GRANULE);
         typename P::T *x = sm.xs + (TWO_BUFFERS ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (TWO_BUFFERS ? 1 - buf : 0) * sm.X_SIZE;
         int ahead = TWO_BUFFERS ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
-        if (TWO_BUFFERS) pst_prefetch_batch<S>(a, s + 2, k0, group, groups); /* into L2 for its copy */
+        if (TWO_BUFFERS) pst_prefetch_batch(a, s + 2, k0, group, groups); /* into L2 for its copy */
         /* forward */
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
         if (sp.parts > 1) {

@@ -109,7 +109,6 @@ static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename
  * holds): one cluster a step (s modulo the clusters), each block its own two boxes. Every
  * block asking for its boxes of every step made the epoch 5% slower; one step ahead, no
  * faster; two, 1% faster at batch 256 on an H100 (persistent_records.txt section 28). */
-template <typename S>
 static __device__ __forceinline__ void pst_prefetch_batch(const PstArgs &a, int s, int k0, int group, int groups)
 {
     typedef PstProduct<MlpBf16> B;

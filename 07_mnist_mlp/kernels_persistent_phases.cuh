@@ -101,6 +101,18 @@ static inline __host__ __device__ PstOwn pst_own(int rows, int rank)
 
 #ifdef PST_DEVICE
 
+/* The shares of z2 of trainer S (PstShares, in its product's ShareWord), and where in z2part
+ * those of (buffer buf, cluster group, batch row) begin, class 0 first. */
+template <typename S>
+using PstSharesOf = PstShares<typename PstProduct<S>::ShareWord>;
+
+template <typename S>
+static __device__ __forceinline__ typename PstSharesOf<S>::W *pst_share_at(const PstArgs &a, int buf, int groups,
+                                                                          int group, int row)
+{
+    return (typename PstSharesOf<S>::W *)a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + row) * MLP_CLASSES;
+}
+
 /* ------------------------------------------------------------------ the small parameters */
 
 /* Element i of the small parameters (W2's rows | b1 | b2): its weight, velocity and this
@@ -269,8 +281,8 @@ template <typename S>
 static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, const PstArgs &a, PstOwn o, int group,
                                                     int groups, int buf, int stamp)
 {
-    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
-    typename Sh::W *out = (typename Sh::W *)a.z2part + ((size_t)buf * groups + group) * PST_MAX_ROWS * MLP_CLASSES;
+    typedef PstSharesOf<S> Sh;
+    typename Sh::W *out = pst_share_at<S>(a, buf, groups, group, 0);
     const unsigned key = Sh::key(stamp);
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         int rl = i / MLP_CLASSES, c = i % MLP_CLASSES;
@@ -294,9 +306,8 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
                                                         int groups, int buf, int stamp)
 {
     constexpr int Q = PST_UNITS / PstChunk<typename PstProduct<S>::Z>::N; /* chunks a row */
-    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
-    typename Sh::W *out =
-        (typename Sh::W *)a.z2part + (((size_t)buf * groups + group) * PST_MAX_ROWS + o.r0) * MLP_CLASSES;
+    typedef PstSharesOf<S> Sh;
+    typename Sh::W *out = pst_share_at<S>(a, buf, groups, group, o.r0);
     const unsigned key = Sh::key(stamp);
     for (int i = threadIdx.x; i < o.n * MLP_CLASSES; i += PST_THREADS) {
         float z = 0.0f;

@@ -108,9 +108,8 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
 {
     constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, G = PST_MAX_GROUPS;
     constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES; /* words from one cluster's shares to the next's */
-    typedef PstShares<typename PstProduct<S>::ShareWord> Sh;
-    const typename Sh::W *in =
-        (const typename Sh::W *)a.z2part + ((size_t)buf * groups * PST_MAX_ROWS + o.r0) * MLP_CLASSES + threadIdx.x;
+    typedef PstSharesOf<S> Sh;
+    const typename Sh::W *in = pst_share_at<S>(a, buf, groups, 0, o.r0) + threadIdx.x;
     /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
        that the loop below tests one number a slot and nothing else: a pass is about 100
        instructions, where three tests a slot made it about 500, which cost 1.2-1.5 us a

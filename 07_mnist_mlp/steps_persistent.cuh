@@ -41,10 +41,12 @@ static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; 
 
 static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS; }
 
-/* z2's shares: two steps' (the parity's) of every cluster, each value with its step number. */
+/* z2's shares: two steps' (the parity's) of every cluster, each value with its step number
+ * in one of the product's words (PstShares). */
+template <typename S>
 static size_t pst_share_bytes(int groups)
 {
-    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(unsigned long long); /* the larger ShareWord */
+    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(typename PstProduct<S>::ShareWord);
 }
 
 /* The configuration of a launch of `groups` clusters of 8 blocks, cooperative or not (at:
@@ -145,7 +147,7 @@ static void pst_launch(const Trainer *t, PstArgs a)
     PstBuffers *b = pst_buffers(t);
     if (b->stamps > (1u << 31)) b->stamps = 0;
     if (b->stamps == 0) /* step numbers 0: no step's */
-        CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes(b->groups), cudaStreamPerThread));
+        CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes<S>(b->groups), cudaStreamPerThread));
     a.stamp0 = b->stamps;
     b->stamps += (unsigned)a.steps;
     CUDA_CHECK(pst_try_launch<S>(a, b->groups, b->cooperative));
@@ -208,7 +210,7 @@ static void pst_create(Trainer *t)
     PstBuffers *b = (PstBuffers *)xmalloc(sizeof *b);
     t->own = b;
     b->groups = pst_groups(t->hidden);
-    b->z2part = dalloc(pst_share_bytes(b->groups));
+    b->z2part = dalloc(pst_share_bytes<S>(b->groups));
     b->phase_cycles = (long long *)dalloc(PST_PHASES * sizeof(long long));
     b->stamps = 0;
     b->x_epoch[0] = b->x_epoch[1] = b->x_test = NULL;
