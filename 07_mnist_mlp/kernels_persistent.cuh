@@ -34,10 +34,11 @@
  *                     barrier between the clusters)
  *   softmax_backward  softmax, loss, dz2; the block's share of
  *                     dW2, db1, db2; dz1 = relu'(z1) (dz2 W2^T) for its rows, stored into
- *                     all 8 blocks' shared memory (the dW1 product's operand)
+ *                     all 8 blocks' shared memory (the dW1 product's operand; st.async,
+ *                     waited for on an mbarrier before the product)
  *      -- cluster barrier --
  *   small_step        W2, b1, b2 stepped from the 8 blocks' shares, an eighth by each
- *                     block, which stores the new weights into all 8 (so every copy stays
+ *                     block, which stores the new weights into all 8 (st.async; so every copy stays
  *                     the same; b2, whose gradient every cluster sums alike, in every
  *                     cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
@@ -53,7 +54,10 @@
  * every block, lands on the same bytes as the partial sums' row r, which only row r's own
  * rank reads, before it stores (pst_dz1_on_part_rows): so the reduction and dz1's stores
  * need no barrier between them, and the next forward, which overwrites both, comes after
- * the cluster barrier that follows the stores.
+ * the block's wait for dz1. The two cluster barriers release what a block wrote into its own
+ * shared memory (the partial sums, the small gradients' shares) and nothing more: what it
+ * writes into the others' goes by st.async and is counted on their mbarriers
+ * (pst_exchanges_expect), so no barrier needs a fence at GPU scope (pst_cluster_arrive).
  *
  * Blocks that wait for each other's shares are only safe if every block is running at
  * once: the launch is cooperative (the driver takes that with clusters), and
@@ -91,6 +95,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     P prod;
     prod.load(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
     pst_load_small(sm, a, u0);
+    pst_exchanges_init(sm);
     constexpr bool TWO_BUFFERS = P::X_BUFFERS == 2;
     typename P::Row row;
     int label = 0;
@@ -134,8 +139,9 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
             if (s + 1 < a.steps) pst_batch_load<S>(row, label, a, ahead, k0, ks);
             pst_cluster_wait();
         } else {
-            tc_cluster_sync();
+            pst_cluster_sync();
         }
+        if (a.train) pst_exchanges_expect(sm, rows, s);
         PST_STAMP(PST_FORWARD);
         /* reduce_z1_z2 */
         /* bf16: z2's share in parts, a chunk of z1's units each, in x's other buffer: free
@@ -168,7 +174,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
                 if (next) pst_put_label(sm, label, pst_rows(a, s + 1), rank);
                 pst_cluster_wait();
             } else {
-                tc_cluster_sync();
+                pst_cluster_sync();
             }
             PST_STAMP(PST_SOFTMAX);
             /* small_step */
@@ -181,7 +187,10 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         __syncthreads();
         PST_STAMP(PST_SMALL_STEP);
         if (TWO_BUFFERS && next) pst_copy_batch(sm, x_next, a, (s + 1) * a.batch, k0);
-        if (a.train) prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
+        if (a.train) {
+            tc_mbar_wait(&sm.dz1_full, (unsigned)s & 1u);
+            prod.dw1_step(x, sm.part, sm.w1s, ks, rows, a.lr, a.mu, a.scale, a.shift);
+        }
         if (TWO_BUFFERS && next) pst_batch_landed(sm, s + 1);
         __syncthreads();
         if (!TWO_BUFFERS) {
@@ -194,6 +203,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     if (stamp)
         for (int k = 0; k < PST_PHASES; k++) a.phase_cycles[k] = cycles[k];
     if (a.train) {
+        tc_mbar_wait(&sm.small_full, (unsigned)(a.steps - 1) & 1u); /* the last step's small weights */
         prod.store(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
         pst_store_small(sm, a, u0, rank);
     }

@@ -299,8 +299,8 @@ struct PstProduct<MlpBf16> {
         float(&flat)[36] = *(float(*)[36]) & acc[0][0];
         const int wg = warp / 4;
         tc_fence_regs(flat);
-        /* dz1 was stored by the threads of the cluster (the generic proxy) before the cluster
-           barrier; wgmma reads it through the async proxy: the proxy fence orders the two here,
+        /* dz1 was stored by the threads of the cluster (the generic proxy), and waited for on
+           dz1_full; wgmma reads it through the async proxy: the proxy fence orders the two here,
            on the reading side (on the storing side, after the stores, it cost 0.5 us a step) */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         tc_wgmma_fence();
@@ -346,14 +346,16 @@ struct PstProduct<MlpBf16> {
     }
 
     /* dz1 row r, units u .. u + 7, rounded, into the product's operand in a block of the
-       cluster (dz1: its shared::cluster address): one 16-byte store, a chunk's row (the dW1
-       product's proxy fence makes it visible to wgmma). */
+       cluster (dz1: its shared::cluster address; full: that block's dz1 mbarrier): one
+       16-byte st.async, a chunk's row (the dW1 product's proxy fence makes it visible to
+       wgmma). */
     static constexpr int DZ1_UNITS = 8;
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v)
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v, uint32_t full)
     {
-        asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dz1 + 2 * (uint32_t)part_at(r, u)),
-                     "r"(MlpBf16::pack2(v[0], v[1])), "r"(MlpBf16::pack2(v[2], v[3])),
-                     "r"(MlpBf16::pack2(v[4], v[5])), "r"(MlpBf16::pack2(v[6], v[7])) : "memory");
+        pst_st_async16(dz1 + 2 * (uint32_t)part_at(r, u),
+                       make_uint4(MlpBf16::pack2(v[0], v[1]), MlpBf16::pack2(v[2], v[3]), MlpBf16::pack2(v[4], v[5]),
+                                  MlpBf16::pack2(v[6], v[7])),
+                       full);
     }
 };
 

@@ -340,9 +340,9 @@ struct PstProduct<MlpBf16x3> {
     static constexpr int PART_SIZE = F::PART_SIZE;
     static constexpr bool CHUNK_MAJOR = false;
     static __host__ __device__ __forceinline__ int part_at(int r, int u) { return F::part_at(r, u); }
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *val)
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *val, uint32_t full)
     {
-        F::put_dz1(dz1, r, u, val);
+        F::put_dz1(dz1, r, u, val, full);
     }
 };
 

@@ -266,13 +266,15 @@ struct PstProduct<MlpFp32> {
     static __host__ __device__ __forceinline__ int part_at(int r, int u) { return r * D_ROW + u; }
 
     /* dz1 row r, units u .. u + 3, into the product's operand in a block of the cluster
-       (dz1: its shared::cluster address): one 16-byte store. */
+       (dz1: its shared::cluster address; full: that block's dz1 mbarrier): one 16-byte
+       st.async. */
     static constexpr int DZ1_UNITS = 4;
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v)
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *v, uint32_t full)
     {
-        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                     ::"r"(dz1 + 4 * (uint32_t)part_at(r, u)), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
-                     : "memory");
+        pst_st_async16(dz1 + 4 * (uint32_t)part_at(r, u),
+                       make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                                  __float_as_uint(v[3])),
+                       full);
     }
 };
 

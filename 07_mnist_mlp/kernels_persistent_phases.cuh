@@ -65,6 +65,8 @@ struct PstShared {
     float loss[PST_THREADS / 32]; /* each warp's sum of its rows' losses (cluster 0) */
     int correct[PST_THREADS / 32];
     uint64_t x_full; /* bf16: its batch's TMA copy (pst_copy_batch) */
+    uint64_t dz1_full, small_full; /* a training step's dz1 and new small weights, stored here by
+                                      the cluster's blocks with st.async (pst_exchanges) */
 };
 /* dz1's row r lies on the partial sums' row r (the same bytes: put_dz1 stores element (r, u)
  * at part_at(r, u), in elements of the partial sums' size), which only the rank that owns
@@ -325,8 +327,8 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
  * same; the velocity stays with the rank that steps it. Every rank stepping every element,
  * as before, loaded all 8 shares of all 802: 22 KB from the other SMs' shared memory a block
  * and step, against 2.8 KB now (and 2.8 KB of stores, which do not wait for an answer). The
- * cluster barrier after the next forward makes the new weights visible before the next
- * reduce_z1_z2 reads W2. */
+ * stores are st.async, counted on each block's small_full, which the next step waits for
+ * before reduce_z1_z2 reads W2 (pst_exchanges). */
 template <typename S>
 static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr, float mu)
 {
@@ -344,7 +346,50 @@ static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr
     *v = fmaf(mu, *v, sum);
     float stepped = *w - lr * *v;
 #pragma unroll
-    for (int peer = 0; peer < PST_CLUSTER; peer++) pst_st_peer(pst_peer(w, peer), stepped);
+    for (int peer = 0; peer < PST_CLUSTER; peer++)
+        pst_st_async(pst_peer(w, peer), stepped, pst_peer(&sm.small_full, peer));
+}
+
+/* ------------------------------------------------------------------ the exchanges' mbarriers */
+
+/* What crosses into another block's shared memory in a training step goes by st.async, and
+ * the receiving block waits on an mbarrier for every byte of it (pst_cluster_arrive says
+ * why no cluster barrier does that now):
+ *   dz1_full    dz1 of the batch's rows, padded to the product's 16 (pst_backward_small),
+ *               16 bytes a store: waited for before the dW1 product
+ *   small_full  the 802 new small weights, one float each (pst_step_small): waited for at
+ *               the next step, before reduce_z1_z2 reads them, or after the last
+ * Each completes one phase a training step, step s's with parity s & 1. Thread 0 says how
+ * many bytes step s brings (its arrive is the phase's one) once the phase before is over:
+ * after the cluster barrier that follows the forward, which no block passes before every
+ * block has waited for step s - 1's bytes, and before any of step s's are stored. */
+template <typename S>
+static __device__ __forceinline__ void pst_exchanges_init(PstShared<S> &sm)
+{
+    if (threadIdx.x == 0) {
+        tc_mbar_init(&sm.dz1_full, 1);
+        tc_mbar_init(&sm.small_full, 1);
+        tc_mbar_fence_init(); /* before the first cluster barrier: the others store here after it */
+    }
+}
+
+/* Step s's dz1 rows: the batch's, padded as the dW1 product reads them. */
+template <typename S>
+static __host__ __device__ __forceinline__ int pst_dz1_rows(int rows)
+{
+    return PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
+}
+
+template <typename S>
+static __device__ __forceinline__ void pst_exchanges_expect(PstShared<S> &sm, int rows, int s)
+{
+    constexpr int SMALL = PST_UNITS * (MLP_CLASSES + 1) + MLP_CLASSES;
+    if (s > 0) tc_mbar_wait(&sm.small_full, (unsigned)(s - 1) & 1u);
+    if (threadIdx.x == 0) {
+        tc_mbar_arrive_expect(&sm.small_full, SMALL * (unsigned)sizeof(float));
+        tc_mbar_arrive_expect(&sm.dz1_full,
+                              (unsigned)(pst_dz1_rows<S>(rows) * PST_UNITS * sizeof(typename PstProduct<S>::D)));
+    }
 }
 
 #endif /* PST_DEVICE */

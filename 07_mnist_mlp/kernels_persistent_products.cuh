@@ -52,6 +52,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels_backward_mma.cuh" /* MlpBf16, mlp_ldsm_x4_trans, chapter 05's tc_ldsm_x4 and tc_mma_16x8 */
+#include "kernels_persistent_sync.cuh" /* pst_st_async16: put_dz1 */
 
 #define PST_CLUSTER 8                              /* blocks in a cluster: the 784 pixels cut 8 ways */
 #define PST_UNITS 72                               /* hidden units of a cluster: H = 1024 takes 15 */

@@ -190,8 +190,9 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
  * the block's rows stored into every block's part, where the dW1 product reads all the
  * batch's (bf16: rounded), and last the row groups' sums of gW2 and gb1, added while those
  * stores travel (they came first before: persistent_records.txt section 26). Stores to
- * another SM's shared memory do not wait for an answer, as loads from it would; the cluster
- * barrier after this makes them visible. They land on the partial sums of the same rows,
+ * another SM's shared memory do not wait for an answer, as loads from it would; they are
+ * st.async, and each block waits on its dz1_full for all of them before its dW1 product
+ * (pst_exchanges_expect). They land on the partial sums of the same rows,
  * which this block alone has read, in pst_reduce_z1 (pst_dz1_on_part_rows). A store is 16
  * bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores, twice as many, made the epoch 0.3%
  * slower (persistent_records.txt section 20b). The rows past the batch up to the next
@@ -220,14 +221,14 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         for (int e = 0; e < N; e += 4) *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_OWN_ROW + u + e);
 #pragma unroll
         for (int peer = 0; peer < PST_CLUSTER; peer++)
-            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d);
+            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d, pst_peer(&sm.dz1_full, peer));
     }
-    int padded = PstProduct<S>::GRANULE == 8 ? rows : (rows + 15) / 16 * 16;
+    const int padded = pst_dz1_rows<S>(rows);
     const float zeros[N] = {};
     for (int i = t; i < (padded - rows) * Q; i += PST_THREADS) {
         int r, c;
         pst_item<S, Q>(i, padded - rows, r, c);
-        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros);
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros, pst_peer(&sm.dz1_full, pst_rank()));
     }
     constexpr int NW = PST_UNITS * MLP_CLASSES;
     for (int i = t; i < NW + PST_UNITS; i += PST_THREADS) {
