@@ -59,3 +59,16 @@ if [ -x "$pa" ]; then
 elif [ -d "$ROOT/07_mnist_mlp" ]; then
     echo "FAIL cli products_alone: $pa was not built"
 fi
+
+# And its third, cluster_barriers (what a cluster barrier costs): the common cases (it knows
+# only --reps), and --reps out of range or without a value.
+cb="$ROOT/07_mnist_mlp/cluster_barriers"
+if [ -x "$cb" ]; then
+    common_cli_cases "$cb"
+    for args in "--reps 1000001" "--reps abc" "--reps"; do
+        # shellcheck disable=SC2086
+        expect_usage_error "cluster_barriers $args" "$cb" $args
+    done
+elif [ -d "$ROOT/07_mnist_mlp" ]; then
+    echo "FAIL cli cluster_barriers: $cb was not built"
+fi
