@@ -38,9 +38,9 @@
  *                     waited for on an mbarrier before the product)
  *      -- cluster barrier --
  *   small_step        W2, b1, b2 stepped from the 8 blocks' shares, an eighth by each
- *                     block, which stores the new weights into all 8 (st.async; so every copy stays
- *                     the same; b2, whose gradient every cluster sums alike, in every
- *                     cluster); the velocities stay with the block that steps them
+ *                     block, which stores the new weights into all 8 (st.async; so every
+ *                     copy stays the same; b2, whose gradient every cluster sums alike, in
+ *                     every cluster); the velocities stay with the block that steps them
  *   dW1_step_next_x   g = x[:, slice q]^T dz1; v = mu v + g; W1 -= lr v (PstProduct); the
  *                     next batch's slice of x, its loads issued before the product (bf16,
  *                     with two buffers of x: a TMA copy)

@@ -66,7 +66,7 @@ struct PstShared {
     int correct[PST_THREADS / 32];
     uint64_t x_full; /* bf16: its batch's TMA copy (pst_copy_batch) */
     uint64_t dz1_full, small_full; /* a training step's dz1 and new small weights, stored here by
-                                      the cluster's blocks with st.async (pst_exchanges) */
+                                      the cluster's blocks with st.async (pst_exchanges_expect) */
 };
 /* dz1's row r lies on the partial sums' row r (the same bytes: put_dz1 stores element (r, u)
  * at part_at(r, u), in elements of the partial sums' size), which only the rank that owns
@@ -328,7 +328,7 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
  * as before, loaded all 8 shares of all 802: 22 KB from the other SMs' shared memory a block
  * and step, against 2.8 KB now (and 2.8 KB of stores, which do not wait for an answer). The
  * stores are st.async, counted on each block's small_full, which the next step waits for
- * before reduce_z1_z2 reads W2 (pst_exchanges). */
+ * before reduce_z1_z2 reads W2 (pst_exchanges_expect). */
 template <typename S>
 static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr, float mu)
 {

@@ -228,7 +228,8 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
     for (int i = t; i < (padded - rows) * Q; i += PST_THREADS) {
         int r, c;
         pst_item<S, Q>(i, padded - rows, r, c);
-        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros, pst_peer(&sm.dz1_full, pst_rank()));
+        PstProduct<S>::put_dz1(pst_peer(sm.part, pst_rank()), rows + r, c * N, zeros,
+                               pst_peer(&sm.dz1_full, pst_rank()));
     }
     constexpr int NW = PST_UNITS * MLP_CLASSES;
     for (int i = t; i < NW + PST_UNITS; i += PST_THREADS) {

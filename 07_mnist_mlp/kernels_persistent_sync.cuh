@@ -89,9 +89,9 @@ static __device__ __forceinline__ uint4 pst_ld_peer16(uint32_t addr)
  * block has arrived, and acquires what they released. barrier.cluster.arrive's default
  * release (chapter 05's tc_cluster_sync) is a fence at GPU scope (MEMBAR.ALL.GPU in the
  * SASS): 0.47 us a barrier on an H100 with no memory traffic at all, against 0.07 for this
- * (cluster_barriers.cu; persistent_records.txt section 29). It is narrower: a block's stores into another
- * block's shared memory are not released by it, so they go by st.async (pst_st_async),
- * whose bytes the receiving block's mbarrier counts. */
+ * (cluster_barriers.cu; persistent_records.txt section 29). It is narrower: a block's
+ * stores into another block's shared memory are not released by it, so they go by st.async
+ * (pst_st_async), whose bytes the receiving block's mbarrier counts. */
 static __device__ __forceinline__ void pst_cluster_arrive(void)
 {
     asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n"
