@@ -47,28 +47,25 @@ for ch in $CHAPTERS; do
     done < "$ROOT/$ch/bad_args.txt"
 done
 
-# Chapter 07's second binary, products_alone (the persistent trainers' two products alone,
-# for Nsight Compute): the common cases, and its own bounds and missing values.
-pa="$ROOT/07_mnist_mlp/products_alone"
-if [ -x "$pa" ]; then
-    common_cli_cases "$pa"
-    for args in "-n 257" "--kernel" "--reps"; do
-        # shellcheck disable=SC2086
-        expect_usage_error "products_alone $args" "$pa" $args
-    done
-elif [ -d "$ROOT/07_mnist_mlp" ]; then
-    echo "FAIL cli products_alone: $pa was not built"
-fi
+# chapter_tool_cases NAME CASE...: chapter 07's tool NAME (a second binary beside mnist_mlp)
+# answers the common cases and refuses each CASE (its own arguments, one string each).
+chapter_tool_cases() {
+    local name=$1 bin="$ROOT/07_mnist_mlp/$1" args; shift
+    if [ -x "$bin" ]; then
+        common_cli_cases "$bin"
+        for args in "$@"; do
+            # shellcheck disable=SC2086
+            expect_usage_error "$name $args" "$bin" $args
+        done
+    elif [ -d "$ROOT/07_mnist_mlp" ]; then
+        echo "FAIL cli $name: $bin was not built"
+    fi
+}
 
-# And its third, cluster_barriers (what a cluster barrier costs): the common cases (it knows
-# only --reps), and --reps out of range or without a value.
-cb="$ROOT/07_mnist_mlp/cluster_barriers"
-if [ -x "$cb" ]; then
-    common_cli_cases "$cb"
-    for args in "--reps 1000001" "--reps abc" "--reps"; do
-        # shellcheck disable=SC2086
-        expect_usage_error "cluster_barriers $args" "$cb" $args
-    done
-elif [ -d "$ROOT/07_mnist_mlp" ]; then
-    echo "FAIL cli cluster_barriers: $cb was not built"
-fi
+# products_alone (the persistent trainers' two products alone, for Nsight Compute): its own
+# bounds and missing values.
+chapter_tool_cases products_alone "-n 257" "--kernel" "--reps"
+
+# cluster_barriers (what a cluster barrier costs; it knows only --reps): --reps out of
+# range, not a number, or without a value.
+chapter_tool_cases cluster_barriers "--reps 1000001" "--reps abc" "--reps"
