@@ -77,7 +77,8 @@ __global__ void vector_add_float4(const float *a, const float *b, float *c, int 
 
 static inline void launch_float4(const float *a, const float *b, float *c, int n)
 {
-    vector_add_float4<<<vadd_grid(n / 4), VADD_BLOCK>>>(a, b, c, n); /* n < 4: one block, the tail */
+    /* n < 4: one block, the tail */
+    vector_add_float4<<<vadd_grid(n / 4), VADD_BLOCK>>>(a, b, c, n);
     CHECK_LAUNCH();
 }
 

@@ -6,23 +6,18 @@
 #include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
+#include "common/versions.h"
 #include "kernels.cuh"
 
 #define CHAPTER "01_vector_add"
 
-typedef struct {
-    const char *name;
-    const char *role;
-    VectorAddLauncher launch;
-} Version;
-
-static const Version VERSIONS[] = {
+static const Version<VectorAddLauncher> VERSIONS[] = {
     {"naive", "naive", launch_naive},
     {"grid_stride", "step", launch_grid_stride},
     {"float4", "optimized", launch_float4},
 };
-#define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
-static const char *const KERNEL_NAMES[] = {"naive", "grid_stride", "float4", NULL};
+#define NVERSIONS VERSION_COUNT(VERSIONS)
+static NameList KERNEL_NAMES; /* VERSIONS' names, for --kernel and --help */
 
 /* 1, sizes that are not multiples of 4 (float4 tail) or of the block, primes, the bench size. */
 static const long long CHECK_SIZES[] = {1, 3, 4, 255, 1021, 1025, 4097, 1000003, 1LL << 28};
@@ -33,7 +28,12 @@ static const ProgramSpec SPEC = {
     "Chapter 01: c = a + b on n floats, naive / grid-stride / float4, against copy bandwidth.",
     "number of floats, up to 2147483647 (check default: 1,3,4,255,1021,1025,4097,1000003,2^28;\n"
     "                   bench default: the ladder at 2^28, the CPU/GPU sweep 2^10..2^28)",
-    NULL, KERNEL_NAMES, 1, 2147483647LL, NULL, NULL};
+    NULL,
+    KERNEL_NAMES.name,
+    1,
+    2147483647LL,
+    NULL,
+    NULL};
 
 /* The CPU reference, in double precision. */
 static void cpu_add_double(const float *a, const float *b, double *ref, size_t n)
@@ -97,7 +97,10 @@ static int check_size(const Options *o, int n)
         failures += !report_check(VERSIONS[v].name, size, err, 0x1p-24);
     }
     free_device(&d);
-    free(a); free(b); free(c); free(ref);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
     return failures;
 }
 
@@ -130,15 +133,16 @@ static void bench_ladder(const Options *o, const DeviceInfo *info, int n)
     CUDA_CHECK(cudaMemcpy(d.b, host, bytes, cudaMemcpyHostToDevice));
     free(host);
 
-    table_header("vector add: GB/s counts 2 reads + 1 write per element; ceiling = device-to-device copy");
+    table_header(
+        "vector add: GB/s counts 2 reads + 1 write per element; ceiling = device-to-device copy");
     double base_ms = 0.0;
     for (int v = 0; v < NVERSIONS; v++) {
         if (!kernel_selected(o, VERSIONS[v].name)) continue;
         d.launch = VERSIONS[v].launch;
         float ms = time_median_ms(run_version, &d, 3, o->reps);
         if (v == 0) base_ms = ms;
-        BenchRow r = {VERSIONS[v].name, VERSIONS[v].role, size, ms, gbs(3.0 * bytes, ms), "GB/s",
-                      "d2d_copy", copy_gbs};
+        BenchRow r = {VERSIONS[v].name,     VERSIONS[v].role, size,       ms,
+                      gbs(3.0 * bytes, ms), "GB/s",           "d2d_copy", copy_gbs};
         emit(o, info, &r, base_ms);
     }
     BenchRow c = {"d2d_copy", "ceiling", size, copy_ms, copy_gbs, "GB/s", "d2d_copy", copy_gbs};
@@ -207,12 +211,15 @@ static void bench_cpu_vs_gpu(const Options *o, const DeviceInfo *info, int n)
     };
     for (int i = 0; i < 3; i++) emit(o, info, &rows[i], cpu_ms);
     free_device(&t.d);
-    free(ha); free(hb); free(t.hc);
+    free(ha);
+    free(hb);
+    free(t.hc);
 }
 
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, VERSIONS, NVERSIONS);
     parse_args(argc, argv, &SPEC, &o);
     DeviceInfo info;
     get_device_info(&info);
@@ -223,9 +230,11 @@ int main(int argc, char **argv)
 
     int failures = 0;
     if (o.check) {
-        printf("\ncheck (seed %llu): max relative error against a double-precision CPU sum\n", o.seed);
+        printf("\ncheck (seed %llu): max relative error against a double-precision CPU sum\n",
+               o.seed);
         int count = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
-        for (int s = 0; s < count; s++) failures += check_size(&o, (int)size_at(&o, CHECK_SIZES, s));
+        for (int s = 0; s < count; s++)
+            failures += check_size(&o, (int)size_at(&o, CHECK_SIZES, s));
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     }
     if (o.bench) {
@@ -235,11 +244,13 @@ int main(int argc, char **argv)
             for (int s = 0; s < o.nsizes; s++) bench_ladder(&o, &info, (int)o.sizes[s].dim[0]);
         }
         if (o.kernel == NULL) {
-            table_header("CPU vs GPU: milliseconds; % ceiling = CPU time / this time; speedup over the CPU");
+            table_header(
+                "CPU vs GPU: milliseconds; % ceiling = CPU time / this time; speedup over the CPU");
             if (o.nsizes == 0) {
                 for (int e = 10; e <= 28; e += 2) bench_cpu_vs_gpu(&o, &info, 1 << e);
             } else {
-                for (int s = 0; s < o.nsizes; s++) bench_cpu_vs_gpu(&o, &info, (int)o.sizes[s].dim[0]);
+                for (int s = 0; s < o.nsizes; s++)
+                    bench_cpu_vs_gpu(&o, &info, (int)o.sizes[s].dim[0]);
             }
         }
     }

@@ -64,7 +64,8 @@ __global__ void add_2d_grid_1d_block(const float *a, const float *b, float *c, i
     }
 }
 
-static inline void launch_add_2d_grid_1d_block(const float *a, const float *b, float *c, int nx, int ny)
+static inline void launch_add_2d_grid_1d_block(const float *a, const float *b, float *c, int nx,
+                                               int ny)
 {
     dim3 grid(ch02_ceil_div(nx, CH02_COLUMN_BLOCK), (unsigned)ny);
     add_2d_grid_1d_block<<<grid, CH02_COLUMN_BLOCK>>>(a, b, c, nx, ny);
@@ -170,7 +171,8 @@ __global__ void transpose_naive(const float *in, float *out, int nx, int ny)
 
 static inline void launch_transpose_naive(const float *in, float *out, int nx, int ny)
 {
-    dim3 block(CH02_TILE, CH02_TILE), grid(ch02_ceil_div(nx, CH02_TILE), ch02_ceil_div(ny, CH02_TILE));
+    dim3 block(CH02_TILE, CH02_TILE),
+        grid(ch02_ceil_div(nx, CH02_TILE), ch02_ceil_div(ny, CH02_TILE));
     transpose_naive<<<grid, block>>>(in, out, nx, ny);
     CHECK_LAUNCH();
 }

@@ -6,22 +6,14 @@
 #include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
+#include "common/versions.h"
 #include "kernels.cuh"
 #include "reference.h"
 
 #define CHAPTER "02_thread_indexing"
 
-typedef struct {
-    const char *name;
-    const char *role;
-    MatrixAddLauncher launch;
-} AddVersion;
-
-typedef struct {
-    const char *name;
-    const char *role;
-    TransposeLauncher launch;
-} TransposeVersion;
+typedef Version<MatrixAddLauncher> AddVersion;
+typedef Version<TransposeLauncher> TransposeVersion;
 
 /* Each family starts with its naive version: the speedups are against it. */
 static const AddVersion ADD_VERSIONS[] = {
@@ -35,7 +27,7 @@ static const AddVersion ADD_VERSIONS[] = {
     {"add_2d_swapped_32x8", "step", launch_add_2d_swapped<32, 8>},
     {"add_float4", "optimized", launch_add_float4},
 };
-#define NADD (int)(sizeof ADD_VERSIONS / sizeof ADD_VERSIONS[0])
+#define NADD VERSION_COUNT(ADD_VERSIONS)
 
 static const TransposeVersion TRANSPOSE_VERSIONS[] = {
     {"transpose_naive", "naive", launch_transpose_naive},
@@ -44,19 +36,18 @@ static const TransposeVersion TRANSPOSE_VERSIONS[] = {
     {"transpose_smem_32x8", "step", launch_transpose_smem<32, 1, 8>},
     {"transpose_tile64", "optimized", launch_transpose_smem<64, 1, 8>},
 };
-#define NTRANSPOSE (int)(sizeof TRANSPOSE_VERSIONS / sizeof TRANSPOSE_VERSIONS[0])
+#define NTRANSPOSE VERSION_COUNT(TRANSPOSE_VERSIONS)
 
-static const char *const KERNEL_NAMES[] = {
-    "add_1d_columns", "add_2d_grid_1d_block", "add_2d_32x8", "add_2d_32x32", "add_2d_16x16",
-    "add_2d_8x32", "add_2d_128x2", "add_2d_swapped_32x8", "add_float4", "transpose_naive",
-    "transpose_smem", "transpose_smem_padded", "transpose_smem_32x8", "transpose_tile64", NULL};
+static NameList KERNEL_NAMES; /* both tables' names, for --kernel and --help */
 
-typedef struct { int nx, ny; } MatrixSize;
+typedef struct {
+    int nx, ny;
+} MatrixSize;
 
 /* 1x1, shapes that are not multiples of any block side or of 4 (float4 rows start
  * unaligned), single rows and columns, a very flat matrix, and the bench size. */
-static const MatrixSize CHECK_SIZES[] = {{1, 1},     {7, 13},    {33, 17}, {1000, 1},
-                                         {1, 1000},  {257, 129}, {4097, 3}, {8192, 8192}};
+static const MatrixSize CHECK_SIZES[] = {{1, 1},    {7, 13},    {33, 17},  {1000, 1},
+                                         {1, 1000}, {257, 129}, {4097, 3}, {8192, 8192}};
 static const MatrixSize BENCH_SIZE = {8192, 8192};
 
 /* 65535 keeps every grid dimension within its limit (gridDim.y <= 65535 in
@@ -67,7 +58,12 @@ static const ProgramSpec SPEC = {
     "matrix sizes NXxNY (NX columns, NY rows) or N for NxN, each side up to 65535\n"
     "                   (check default: 1x1,7x13,33x17,1000x1,1x1000,257x129,4097x3,8192x8192;\n"
     "                   bench default: 8192x8192)",
-    NULL, KERNEL_NAMES, 2, 65535, NULL, NULL};
+    NULL,
+    KERNEL_NAMES.name,
+    2,
+    65535,
+    NULL,
+    NULL};
 
 static MatrixSize to_matrix_size(const ProblemSize *p)
 {
@@ -133,7 +129,8 @@ static int check_size(const Options *o, MatrixSize m)
     size_t n = elements(m), bytes = n * sizeof(float);
     float *a = (float *)xmalloc(bytes), *b = (float *)xmalloc(bytes), *c = (float *)xmalloc(bytes);
     double *ref = (double *)xmalloc(n * sizeof(double));
-    unsigned long long seed = o->seed + (unsigned long long)m.nx * 65536ULL + (unsigned long long)m.ny;
+    unsigned long long seed =
+        o->seed + (unsigned long long)m.nx * 65536ULL + (unsigned long long)m.ny;
     fill_uniform(a, n, -1.0f, 1.0f, seed);
     fill_uniform(b, n, -1.0f, 1.0f, seed + 1);
 
@@ -160,7 +157,10 @@ static int check_size(const Options *o, MatrixSize m)
         failures += !compare(TRANSPOSE_VERSIONS[v].name, size, d.c, c, ref, n, 0.0);
     }
     free_device(&d);
-    free(a); free(b); free(c); free(ref);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
     return failures;
 }
 
@@ -178,7 +178,8 @@ static void run_transpose(void *p)
 
 /* The ceiling of a family: a device-to-device copy that moves as many bytes (read +
  * written) as one run of the family's kernels, measured now, on this GPU. */
-static BenchRow copy_ceiling(const Options *o, const char *name, double traffic_bytes, const char *size)
+static BenchRow copy_ceiling(const Options *o, const char *name, double traffic_bytes,
+                             const char *size)
 {
     float ms;
     double rate = copy_bandwidth_gbs((size_t)(traffic_bytes / 2.0), o->reps, &ms);
@@ -210,15 +211,22 @@ static void bench_add(const Options *o, const DeviceInfo *info, MatrixSize m, co
     Matrices d;
     alloc_device(&d, m);
     fill_inputs(o, &d, m);
-    table_header("matrix add: GB/s counts 2 reads + 1 write per element; ceiling = a copy moving as many bytes");
+    table_header(
+        "matrix add: GB/s counts 2 reads + 1 write per element; ceiling = a copy moving as many bytes");
     double base_ms = 0.0;
     for (int v = 0; v < NADD; v++) {
         if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
         d.add = ADD_VERSIONS[v].launch;
         float ms = time_median_ms(run_add, &d, 3, o->reps);
         if (v == 0) base_ms = ms;
-        BenchRow r = {ADD_VERSIONS[v].name, ADD_VERSIONS[v].role, size, ms, gbs(traffic, ms), "GB/s",
-                      "d2d_copy", copy.value};
+        BenchRow r = {ADD_VERSIONS[v].name,
+                      ADD_VERSIONS[v].role,
+                      size,
+                      ms,
+                      gbs(traffic, ms),
+                      "GB/s",
+                      "d2d_copy",
+                      copy.value};
         report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
     report_row(o->csv, info->name, CHAPTER, &copy, 0.0);
@@ -226,22 +234,30 @@ static void bench_add(const Options *o, const DeviceInfo *info, MatrixSize m, co
 }
 
 /* The transpose table: GB/s counts 1 read + 1 write of 4 bytes per element. */
-static void bench_transpose(const Options *o, const DeviceInfo *info, MatrixSize m, const char *size)
+static void bench_transpose(const Options *o, const DeviceInfo *info, MatrixSize m,
+                            const char *size)
 {
     double traffic = 2.0 * sizeof(float) * (double)elements(m);
     BenchRow copy = copy_ceiling(o, "d2d_copy_transpose", traffic, size);
     Matrices d;
     alloc_device(&d, m);
     fill_inputs(o, &d, m);
-    table_header("transpose: GB/s counts 1 read + 1 write per element; ceiling = a copy moving as many bytes");
+    table_header(
+        "transpose: GB/s counts 1 read + 1 write per element; ceiling = a copy moving as many bytes");
     double base_ms = 0.0;
     for (int v = 0; v < NTRANSPOSE; v++) {
         if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;
         d.transpose = TRANSPOSE_VERSIONS[v].launch;
         float ms = time_median_ms(run_transpose, &d, 3, o->reps);
         if (v == 0) base_ms = ms;
-        BenchRow r = {TRANSPOSE_VERSIONS[v].name, TRANSPOSE_VERSIONS[v].role, size, ms, gbs(traffic, ms),
-                      "GB/s", "d2d_copy", copy.value};
+        BenchRow r = {TRANSPOSE_VERSIONS[v].name,
+                      TRANSPOSE_VERSIONS[v].role,
+                      size,
+                      ms,
+                      gbs(traffic, ms),
+                      "GB/s",
+                      "d2d_copy",
+                      copy.value};
         report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
     report_row(o->csv, info->name, CHAPTER, &copy, 0.0);
@@ -259,6 +275,8 @@ static void bench_size(const Options *o, const DeviceInfo *info, MatrixSize m)
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, ADD_VERSIONS, NADD);
+    name_list_add(&KERNEL_NAMES, TRANSPOSE_VERSIONS, NTRANSPOSE);
     parse_args(argc, argv, &SPEC, &o);
     DeviceInfo info;
     get_device_info(&info);
@@ -270,11 +288,13 @@ int main(int argc, char **argv)
         size_t n = elements(to_matrix_size(&o.sizes[s]));
         largest = s == 0 || n > largest ? n : largest;
     }
-    require_device_memory(&SPEC, &info, 3.0 * sizeof(float) * (double)largest, "the three matrices");
+    require_device_memory(&SPEC, &info, 3.0 * sizeof(float) * (double)largest,
+                          "the three matrices");
 
     int failures = 0;
     if (o.check) {
-        printf("\ncheck (seed %llu): max relative error against the CPU in double precision\n", o.seed);
+        printf("\ncheck (seed %llu): max relative error against the CPU in double precision\n",
+               o.seed);
         for (int s = 0; s < count; s++)
             failures += check_size(&o, o.nsizes ? to_matrix_size(&o.sizes[s]) : CHECK_SIZES[s]);
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");

@@ -11,14 +11,11 @@
 #include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
+#include "common/versions.h"
 #include "kernels.cuh"
 #include "reference.h"
 
-typedef struct {
-    const char *name;
-    const char *role;
-    ReduceLauncher launch;
-} ReduceVersion;
+typedef Version<ReduceLauncher> ReduceVersion;
 
 /* ---- the ceiling: CUB ---------------------------------------------------------------- */
 
@@ -98,7 +95,8 @@ static inline int reduce_check_input(const ReduceVersion *versions, int count, c
  *  random   mixed signs in [-1, 1): |gpu - ref| / sum|x| <= reduce_tolerance(n) (reference.h);
  *  integers in [-16, 16]: every partial sum is exact, so gpu == ref (tolerance 0), which
  *           catches a lost or doubled element at any size. */
-static inline int reduce_check_size(const ReduceVersion *versions, int count, const Options *o, int n)
+static inline int reduce_check_size(const ReduceVersion *versions, int count, const Options *o,
+                                    int n)
 {
     float *x = (float *)xmalloc((size_t)n * sizeof(float));
     ReduceBuffers b;
@@ -109,7 +107,8 @@ static inline int reduce_check_size(const ReduceVersion *versions, int count, co
 
     unsigned long long seed = o->seed + (unsigned long long)n;
     reduce_fill_random(x, (size_t)n, seed);
-    int failures = reduce_check_input(versions, count, o, &b, x, n, "random", reduce_tolerance((size_t)n));
+    int failures =
+        reduce_check_input(versions, count, o, &b, x, n, "random", reduce_tolerance((size_t)n));
     reduce_fill_integers(x, (size_t)n, seed + 1);
     failures += reduce_check_input(versions, count, o, &b, x, n, "integers", 0.0);
 
@@ -125,8 +124,10 @@ static inline int reduce_check_size(const ReduceVersion *versions, int count, co
 static inline int reduce_check_sizes(const ReduceVersion *versions, int count, const Options *o,
                                      const long long *sizes, int nsizes, const char *what)
 {
-    printf("\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
-           "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n", what, o->seed);
+    printf(
+        "\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
+        "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n",
+        what, o->seed);
     int failures = 0;
     for (int s = 0; s < size_count(o, nsizes); s++)
         failures += reduce_check_size(versions, count, o, (int)size_at(o, sizes, s));
@@ -171,8 +172,8 @@ static inline void reduce_timed_run(void *p)
 static inline void reduce_table_header(const char *title)
 {
     printf("\n%s\n", title);
-    printf("%-16s %-9s %-10s %10s %9s %8s %8s %8s\n", "version", "role", "size", "time (ms)", "GB/s",
-           "% of CUB", "step", "total");
+    printf("%-16s %-9s %-10s %10s %9s %8s %8s %8s\n", "version", "role", "size", "time (ms)",
+           "GB/s", "% of CUB", "step", "total");
 }
 
 /* One line: step = speedup over the line before, total = over the first version. */
@@ -181,8 +182,8 @@ static inline void reduce_table_row(const BenchRow *r, double prev_ms, double fi
     char step[16] = "", total[16] = "";
     if (prev_ms > 0.0) snprintf(step, sizeof step, "%.2fx", prev_ms / r->time_ms);
     if (first_ms > 0.0) snprintf(total, sizeof total, "%.2fx", first_ms / r->time_ms);
-    printf("%-16s %-9s %-10s %10.4f %9.1f %7.1f%% %8s %8s\n", r->kernel, r->role, r->size, r->time_ms,
-           r->value, pct_of_ceiling(r), step, total);
+    printf("%-16s %-9s %-10s %10.4f %9.1f %7.1f%% %8s %8s\n", r->kernel, r->role, r->size,
+           r->time_ms, r->value, pct_of_ceiling(r), step, total);
 }
 
 static inline void reduce_emit(const Options *o, const DeviceInfo *info, const char *chapter,
@@ -217,9 +218,10 @@ static inline void reduce_bench_size(const ReduceVersion *versions, int count, c
     t.launch = REDUCE_CUB.launch;
     float cub_ms = time_median_ms(reduce_timed_run, &t, 3, o->reps);
     double cub_gbs = gbs((double)bytes, cub_ms);
-    snprintf(title, sizeof title, "sum of n = %d floats: GB/s = 4n bytes read / time; %d input cop%s "
-             "rotated (L2 %.0f MB); ceiling = CUB", n, t.copies, t.copies == 1 ? "y" : "ies",
-             info->l2_bytes / 1e6);
+    snprintf(title, sizeof title,
+             "sum of n = %d floats: GB/s = 4n bytes read / time; %d input cop%s "
+             "rotated (L2 %.0f MB); ceiling = CUB",
+             n, t.copies, t.copies == 1 ? "y" : "ies", info->l2_bytes / 1e6);
     reduce_table_header(title);
     double first_ms = 0.0, prev_ms = 0.0;
     for (int v = 0; v < count; v++) {
@@ -227,8 +229,8 @@ static inline void reduce_bench_size(const ReduceVersion *versions, int count, c
         t.launch = versions[v].launch;
         float ms = time_median_ms(reduce_timed_run, &t, 3, o->reps);
         if (first_ms == 0.0) first_ms = ms;
-        BenchRow r = {versions[v].name, versions[v].role, size, ms, gbs((double)bytes, ms), "GB/s",
-                      "cub", cub_gbs};
+        BenchRow r = {versions[v].name,       versions[v].role, size,  ms,
+                      gbs((double)bytes, ms), "GB/s",           "cub", cub_gbs};
         reduce_emit(o, info, chapter, &r, prev_ms, first_ms);
         prev_ms = ms;
     }

@@ -25,18 +25,18 @@
 
 #include "common/cuda_utils.cuh"
 
-#define REDUCE_BLOCK 256          /* threads per block of every version here */
+#define REDUCE_BLOCK 256 /* threads per block of every version here */
 #define REDUCE_FULL_MASK 0xffffffffu
 
 /* Device memory the launchers need besides input and output: two ping-pong buffers of
  * per-block partial sums (v1..v6) and the arrival counter of the single-pass finish (v7).
  * One sum at a time per workspace: the counter must not be shared by concurrent sums. */
 typedef struct {
-    float *partials;        /* capacity floats */
-    float *partials2;       /* capacity floats */
-    unsigned int *counter;  /* zero between launches; the last block resets it */
-    long long capacity;     /* ceil(max_n / REDUCE_BLOCK), at least 1 */
-    long long max_n;        /* the largest n the workspace was made for */
+    float *partials;       /* capacity floats */
+    float *partials2;      /* capacity floats */
+    unsigned int *counter; /* zero between launches; the last block resets it */
+    long long capacity;    /* ceil(max_n / REDUCE_BLOCK), at least 1 */
+    long long max_n;       /* the largest n the workspace was made for */
 } ReduceWorkspace;
 
 typedef void (*ReduceLauncher)(const float *in, int n, float *out, const ReduceWorkspace *ws);
@@ -94,7 +94,10 @@ static __device__ __forceinline__ float reduce_block_sum(float v)
     return v;
 }
 
-static __device__ __forceinline__ float reduce_float4_sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+static __device__ __forceinline__ float reduce_float4_sum(float4 v)
+{
+    return (v.x + v.y) + (v.z + v.w);
+}
 
 /* One thread's share of a grid-stride sum over the first 4*(n/4) elements, as float4:
  * two loads (a grid apart) per step, both issued before either is added, so 32 bytes per
@@ -330,7 +333,8 @@ __global__ void reduce_v6_grid_stride(const float *in, int n, float *partials)
 static inline void reduce_launch_v6(const float *in, int n, float *out, const ReduceWorkspace *ws)
 {
     static int resident = 0;
-    if (resident == 0) resident = reduce_resident_blocks((const void *)reduce_v6_grid_stride, REDUCE_BLOCK);
+    if (resident == 0)
+        resident = reduce_resident_blocks((const void *)reduce_v6_grid_stride, REDUCE_BLOCK);
     reduce_require_capacity(ws, n);
     int blocks = reduce_grid_stride_blocks(resident, n);
     reduce_v6_grid_stride<<<blocks, REDUCE_BLOCK>>>(in, n, blocks == 1 ? out : ws->partials);
@@ -353,7 +357,8 @@ __global__ void reduce_v7_single_pass(const float *in, int n, float *out, float 
 static inline void reduce_launch_v7(const float *in, int n, float *out, const ReduceWorkspace *ws)
 {
     static int resident = 0;
-    if (resident == 0) resident = reduce_resident_blocks((const void *)reduce_v7_single_pass, REDUCE_BLOCK);
+    if (resident == 0)
+        resident = reduce_resident_blocks((const void *)reduce_v7_single_pass, REDUCE_BLOCK);
     reduce_require_capacity(ws, n);
     reduce_v7_single_pass<<<reduce_grid_stride_blocks(resident, n), REDUCE_BLOCK>>>(
         in, n, out, ws->partials, ws->counter);

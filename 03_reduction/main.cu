@@ -10,17 +10,13 @@
 #define CHAPTER "03_reduction"
 
 static const ReduceVersion VERSIONS[] = {
-    {"v1_divergent", "naive", reduce_launch_v1},
-    {"v2_strided", "step", reduce_launch_v2},
-    {"v3_sequential", "step", reduce_launch_v3},
-    {"v4_first_add", "step", reduce_launch_v4},
-    {"v5_warp_shuffle", "step", reduce_launch_v5},
-    {"v6_grid_stride", "step", reduce_launch_v6},
+    {"v1_divergent", "naive", reduce_launch_v1},       {"v2_strided", "step", reduce_launch_v2},
+    {"v3_sequential", "step", reduce_launch_v3},       {"v4_first_add", "step", reduce_launch_v4},
+    {"v5_warp_shuffle", "step", reduce_launch_v5},     {"v6_grid_stride", "step", reduce_launch_v6},
     {"v7_single_pass", "optimized", reduce_launch_v7},
 };
-#define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
-static const char *const KERNEL_NAMES[] = {"v1_divergent", "v2_strided", "v3_sequential", "v4_first_add",
-                                           "v5_warp_shuffle", "v6_grid_stride", "v7_single_pass", NULL};
+#define NVERSIONS VERSION_COUNT(VERSIONS)
+static NameList KERNEL_NAMES; /* VERSIONS' names, for --kernel and --help */
 
 /* 1 and 2 (less than one float4), block boundaries +-1, a prime near 10^6, the bench sizes.
  * All but the powers of two leave a tail of n % 4 elements for the float4 versions. */
@@ -32,11 +28,17 @@ static const ProgramSpec SPEC = {
     "Chapter 03: the sum of n floats, seven versions from a divergent tree to a single pass, against CUB.",
     "number of floats, up to 2147483647 (check default: 1,2,3,1023,1025,999983,2^24,2^28;\n"
     "                   bench default: 2^28,2^24)",
-    NULL, KERNEL_NAMES, 1, 2147483647LL, NULL, NULL};
+    NULL,
+    KERNEL_NAMES.name,
+    1,
+    2147483647LL,
+    NULL,
+    NULL};
 
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, VERSIONS, NVERSIONS);
     parse_args(argc, argv, &SPEC, &o);
     DeviceInfo info;
     get_device_info(&info);

@@ -50,10 +50,7 @@ static inline double reduce_depth_bound(size_t n)
 }
 
 /* The tolerance of |gpu - ref| / sum|x_i| for a float sum of n values. */
-static inline double reduce_tolerance(size_t n)
-{
-    return reduce_depth_bound(n) * 0x1p-24;
-}
+static inline double reduce_tolerance(size_t n) { return reduce_depth_bound(n) * 0x1p-24; }
 
 /* |gpu - ref| / sum|x|, or INFINITY if gpu is not finite (a poisoned output). */
 static inline double reduce_rel_error(float gpu, double ref, double abs_sum)

@@ -35,8 +35,7 @@ static __device__ __forceinline__ float unroll_load_k(const float *in, int n, si
     return v;
 }
 
-template <int K>
-__global__ void unroll_k_tree(const float *in, int n, float *partials)
+template <int K> __global__ void unroll_k_tree(const float *in, int n, float *partials)
 {
     __shared__ float sdata[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
@@ -49,8 +48,8 @@ __global__ void unroll_k_tree(const float *in, int n, float *partials)
     if (tid == 0) partials[blockIdx.x] = sdata[0];
 }
 
-template <int K>
-static inline void unroll_launch_k_tree(const float *in, int n, float *out, const ReduceWorkspace *ws)
+template <int K> static inline void unroll_launch_k_tree(const float *in, int n, float *out,
+                                                         const ReduceWorkspace *ws)
 {
     reduce_multi_pass(unroll_k_tree<K>, K * REDUCE_BLOCK, in, n, out, ws);
 }
@@ -58,8 +57,7 @@ static inline void unroll_launch_k_tree(const float *in, int n, float *out, cons
 /* k16_last_warp: the tree loop stops at 64 values and one warp finishes with five
  * shuffles (03's reduce_warp_sum, whose constant-count loop nvcc unrolls): six fewer
  * block-wide barriers and shared-memory round trips per block. */
-template <int K>
-__global__ void unroll_last_warp(const float *in, int n, float *partials)
+template <int K> __global__ void unroll_last_warp(const float *in, int n, float *partials)
 {
     __shared__ float sdata[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
@@ -75,8 +73,8 @@ __global__ void unroll_last_warp(const float *in, int n, float *partials)
     }
 }
 
-template <int K>
-static inline void unroll_launch_last_warp(const float *in, int n, float *out, const ReduceWorkspace *ws)
+template <int K> static inline void unroll_launch_last_warp(const float *in, int n, float *out,
+                                                            const ReduceWorkspace *ws)
 {
     reduce_multi_pass(unroll_last_warp<K>, K * REDUCE_BLOCK, in, n, out, ws);
 }
@@ -96,18 +94,30 @@ __global__ void unroll_template_block(const float *in, int n, float *partials)
         if (base + (size_t)j * BLOCK < (size_t)n) v += in[base + (size_t)j * BLOCK];
     sdata[tid] = v;
     __syncthreads();
-    if (BLOCK >= 1024) { if (tid < 512) sdata[tid] += sdata[tid + 512]; __syncthreads(); }
-    if (BLOCK >= 512) { if (tid < 256) sdata[tid] += sdata[tid + 256]; __syncthreads(); }
-    if (BLOCK >= 256) { if (tid < 128) sdata[tid] += sdata[tid + 128]; __syncthreads(); }
-    if (BLOCK >= 128) { if (tid < 64) sdata[tid] += sdata[tid + 64]; __syncthreads(); }
+    if (BLOCK >= 1024) {
+        if (tid < 512) sdata[tid] += sdata[tid + 512];
+        __syncthreads();
+    }
+    if (BLOCK >= 512) {
+        if (tid < 256) sdata[tid] += sdata[tid + 256];
+        __syncthreads();
+    }
+    if (BLOCK >= 256) {
+        if (tid < 128) sdata[tid] += sdata[tid + 128];
+        __syncthreads();
+    }
+    if (BLOCK >= 128) {
+        if (tid < 64) sdata[tid] += sdata[tid + 64];
+        __syncthreads();
+    }
     if (tid < 32) {
         v = reduce_warp_sum(sdata[tid] + sdata[tid + 32]);
         if (tid == 0) partials[blockIdx.x] = v;
     }
 }
 
-template <int K>
-static inline void unroll_launch_template_block(const float *in, int n, float *out, const ReduceWorkspace *ws)
+template <int K> static inline void unroll_launch_template_block(const float *in, int n, float *out,
+                                                                 const ReduceWorkspace *ws)
 {
     reduce_multi_pass(unroll_template_block<REDUCE_BLOCK, K>, K * REDUCE_BLOCK, in, n, out, ws);
 }
@@ -119,9 +129,8 @@ static inline void unroll_launch_template_block(const float *in, int n, float *o
  * add needs its data (U * 16 bytes in flight per thread). Not UNROLLED: `#pragma unroll
  * 1` keeps the loop, and each add waits for its own load before the next load issues.
  * The outer loop is kept rolled in both, so U alone sets the loads in flight. */
-template <int U, bool UNROLLED>
-__global__ void unroll_grid_stride(const float *in, int n, float *out, float *partials,
-                                   unsigned int *counter)
+template <int U, bool UNROLLED> __global__ void
+unroll_grid_stride(const float *in, int n, float *out, float *partials, unsigned int *counter)
 {
     size_t n4 = (size_t)n / 4;
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -154,12 +163,13 @@ __global__ void unroll_grid_stride(const float *in, int n, float *out, float *pa
 
 /* One wave of resident blocks: more registers per thread (large U) means fewer blocks
  * per SM, and the occupancy query sizes the grid to match. */
-template <int U, bool UNROLLED>
-static inline void unroll_launch_grid_stride(const float *in, int n, float *out, const ReduceWorkspace *ws)
+template <int U, bool UNROLLED> static inline void
+unroll_launch_grid_stride(const float *in, int n, float *out, const ReduceWorkspace *ws)
 {
     static int resident = 0;
     if (resident == 0)
-        resident = reduce_resident_blocks((const void *)unroll_grid_stride<U, UNROLLED>, REDUCE_BLOCK);
+        resident =
+            reduce_resident_blocks((const void *)unroll_grid_stride<U, UNROLLED>, REDUCE_BLOCK);
     reduce_require_capacity(ws, n);
     unroll_grid_stride<U, UNROLLED><<<reduce_grid_stride_blocks(resident, n), REDUCE_BLOCK>>>(
         in, n, out, ws->partials, ws->counter);
@@ -204,8 +214,7 @@ static __device__ __forceinline__ float unroll_poly_horner(float x)
  * (with `if (i < n)` on each store, nvcc moves each chain into its own branch and runs
  * them one after another); a thread's last < K elements go one at a time. Both loops are
  * kept rolled, so K alone sets the chains in flight. */
-template <int K>
-__global__ void unroll_poly(float *y, int n, float h)
+template <int K> __global__ void unroll_poly(float *y, int n, float h)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t base = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -228,12 +237,14 @@ __global__ void unroll_poly(float *y, int n, float h)
     for (; base < (size_t)n; base += stride) y[base] = unroll_poly_horner(unroll_poly_x(base, h));
 }
 
-static inline int unroll_sm_count(void) { return current_device_attribute(cudaDevAttrMultiProcessorCount); }
+static inline int unroll_sm_count(void)
+{
+    return current_device_attribute(cudaDevAttrMultiProcessorCount);
+}
 
 /* poly_kK: one block of 128 threads per SM, i.e. one warp per scheduler, as a kernel gets
  * when its registers or shared memory keep occupancy low. */
-template <int K>
-static inline void unroll_launch_poly(float *y, int n, float h)
+template <int K> static inline void unroll_launch_poly(float *y, int n, float h)
 {
     unroll_poly<K><<<unroll_sm_count(), UNROLL_POLY_BLOCK>>>(y, n, h);
     CHECK_LAUNCH();

@@ -24,28 +24,18 @@ static const ReduceVersion SUM_VERSIONS[] = {
     {"gs_u8", "step", unroll_launch_grid_stride<8, true>},
     {"gs_u16", "step", unroll_launch_grid_stride<16, true>},
 };
-#define NSUM (int)(sizeof SUM_VERSIONS / sizeof SUM_VERSIONS[0])
+#define NSUM VERSION_COUNT(SUM_VERSIONS)
 
-typedef struct {
-    const char *name;
-    const char *role;
-    PolyLauncher launch;
-} PolyVersion;
+typedef Version<PolyLauncher> PolyVersion;
 
 static const PolyVersion POLY_VERSIONS[] = {
-    {"poly_k1", "naive", unroll_launch_poly<1>},
-    {"poly_k2", "step", unroll_launch_poly<2>},
-    {"poly_k4", "step", unroll_launch_poly<4>},
-    {"poly_k8", "optimized", unroll_launch_poly<8>},
-    {"poly_k16", "step", unroll_launch_poly<16>},
-    {"poly_k1_full", "step", unroll_launch_poly_full},
+    {"poly_k1", "naive", unroll_launch_poly<1>},  {"poly_k2", "step", unroll_launch_poly<2>},
+    {"poly_k4", "step", unroll_launch_poly<4>},   {"poly_k8", "optimized", unroll_launch_poly<8>},
+    {"poly_k16", "step", unroll_launch_poly<16>}, {"poly_k1_full", "step", unroll_launch_poly_full},
 };
-#define NPOLY (int)(sizeof POLY_VERSIONS / sizeof POLY_VERSIONS[0])
+#define NPOLY VERSION_COUNT(POLY_VERSIONS)
 
-static const char *const KERNEL_NAMES[] = {
-    "k2_tree", "k4_tree", "k8_tree", "k16_tree", "k16_last_warp", "k16_template", "gs_u4_rolled",
-    "gs_u1", "gs_u2", "gs_u4", "gs_u8", "gs_u16",
-    "poly_k1", "poly_k2", "poly_k4", "poly_k8", "poly_k16", "poly_k1_full", NULL};
+static NameList KERNEL_NAMES; /* both tables' names, for --kernel and --help */
 
 static const long long CHECK_SIZES[] = {1, 2, 3, 1023, 1025, 999983, 1LL << 24, 1LL << 28};
 static const long long BENCH_SIZES[] = {1LL << 28, 1LL << 24};
@@ -60,7 +50,12 @@ static const ProgramSpec SPEC = {
     "number of floats, up to 2147483647 (check default: 1,2,3,1023,1025,999983,2^24,2^28,\n"
     "                   the polynomial up to 2^24; bench default: the sum at 2^28,2^24,\n"
     "                   the polynomial at 2^24)",
-    NULL, KERNEL_NAMES, 1, 2147483647LL, NULL, NULL};
+    NULL,
+    KERNEL_NAMES.name,
+    1,
+    2147483647LL,
+    NULL,
+    NULL};
 
 /* ---- the polynomial ----------------------------------------------------------------- */
 
@@ -72,10 +67,7 @@ static int poly_selected(const Options *o)
     return 0;
 }
 
-static int sum_selected(const Options *o)
-{
-    return o->kernel == NULL || !poly_selected(o);
-}
+static int sum_selected(const Options *o) { return o->kernel == NULL || !poly_selected(o); }
 
 static void poly_upload_coefficients(const Options *o, float *c)
 {
@@ -103,11 +95,14 @@ static int poly_check_size(const Options *o, int n)
         POLY_VERSIONS[v].launch(d_y, n, unroll_poly_step(n));
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(y, d_y, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
-        failures += !report_check(POLY_VERSIONS[v].name, size, unroll_poly_max_error(y, ref, scale, n),
-                                  unroll_poly_tolerance(UNROLL_POLY_DEGREE));
+        failures +=
+            !report_check(POLY_VERSIONS[v].name, size, unroll_poly_max_error(y, ref, scale, n),
+                          unroll_poly_tolerance(UNROLL_POLY_DEGREE));
     }
     CUDA_CHECK(cudaFree(d_y));
-    free(y); free(ref); free(scale);
+    free(y);
+    free(ref);
+    free(scale);
     return failures;
 }
 
@@ -118,7 +113,9 @@ static double fma_peak_gflops(const DeviceInfo *info, int *clock_khz)
 {
     *clock_khz = current_device_attribute(cudaDevAttrClockRate);
     int lanes = (info->major == 7 || (info->major == 6 && info->minor == 0) ||
-                 (info->major == 8 && info->minor == 0)) ? 64 : 128;
+                 (info->major == 8 && info->minor == 0))
+                    ? 64
+                    : 128;
     return (double)info->sms * lanes * 2.0 * (*clock_khz) * 1e3 / 1e9;
 }
 
@@ -137,17 +134,18 @@ static void poly_timed_run(void *p)
 static void poly_table_header(const char *title)
 {
     printf("\n%s\n", title);
-    printf("%-16s %-9s %-10s %10s %9s %8s %8s %8s\n", "version", "role", "size", "time (ms)", "GFLOP/s",
-           "% peak", "step", "total");
+    printf("%-16s %-9s %-10s %10s %9s %8s %8s %8s\n", "version", "role", "size", "time (ms)",
+           "GFLOP/s", "% peak", "step", "total");
 }
 
-static void poly_emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double prev_ms, double first_ms)
+static void poly_emit(const Options *o, const DeviceInfo *info, const BenchRow *r, double prev_ms,
+                      double first_ms)
 {
     char step[16] = "", total[16] = "";
     if (prev_ms > 0.0) snprintf(step, sizeof step, "%.2fx", prev_ms / r->time_ms);
     if (first_ms > 0.0) snprintf(total, sizeof total, "%.2fx", first_ms / r->time_ms);
-    printf("%-16s %-9s %-10s %10.4f %9.0f %7.1f%% %8s %8s\n", r->kernel, r->role, r->size, r->time_ms,
-           r->value, pct_of_ceiling(r), step, total);
+    printf("%-16s %-9s %-10s %10.4f %9.0f %7.1f%% %8s %8s\n", r->kernel, r->role, r->size,
+           r->time_ms, r->value, pct_of_ceiling(r), step, total);
     if (o->csv && csv_append(o->csv, info->name, CHAPTER, r) != 0) exit(1);
 }
 
@@ -163,9 +161,10 @@ static void poly_bench_size(const Options *o, const DeviceInfo *info, int n)
     double flops = 2.0 * UNROLL_POLY_DEGREE * (double)n;
     char size[32], title[256];
     snprintf(size, sizeof size, "%d", n);
-    snprintf(title, sizeof title, "polynomial of degree %d at n = %d points: GFLOP/s = 2 x %d x n / time; "
-             "ceiling = FP32 FMA peak (%d SMs, %d MHz from cudaDevAttrClockRate)", UNROLL_POLY_DEGREE, n,
-             UNROLL_POLY_DEGREE, info->sms, clock_khz / 1000);
+    snprintf(title, sizeof title,
+             "polynomial of degree %d at n = %d points: GFLOP/s = 2 x %d x n / time; "
+             "ceiling = FP32 FMA peak (%d SMs, %d MHz from cudaDevAttrClockRate)",
+             UNROLL_POLY_DEGREE, n, UNROLL_POLY_DEGREE, info->sms, clock_khz / 1000);
     poly_table_header(title);
     double first_ms = 0.0, prev_ms = 0.0;
     for (int v = 0; v < NPOLY; v++) {
@@ -173,12 +172,19 @@ static void poly_bench_size(const Options *o, const DeviceInfo *info, int n)
         t.launch = POLY_VERSIONS[v].launch;
         float ms = time_median_ms(poly_timed_run, &t, 3, o->reps);
         if (first_ms == 0.0) first_ms = ms;
-        BenchRow r = {POLY_VERSIONS[v].name, POLY_VERSIONS[v].role, size, ms, flops / (ms * 1e6),
-                      "GFLOP/s", "fma_peak", peak};
+        BenchRow r = {POLY_VERSIONS[v].name,
+                      POLY_VERSIONS[v].role,
+                      size,
+                      ms,
+                      flops / (ms * 1e6),
+                      "GFLOP/s",
+                      "fma_peak",
+                      peak};
         poly_emit(o, info, &r, prev_ms, first_ms);
         prev_ms = ms;
     }
-    BenchRow p = {"fma_peak", "ceiling", size, flops / (peak * 1e6), peak, "GFLOP/s", "fma_peak", peak};
+    BenchRow p = {"fma_peak", "ceiling", size,       flops / (peak * 1e6),
+                  peak,       "GFLOP/s", "fma_peak", peak};
     poly_emit(o, info, &p, 0.0, 0.0);
     CUDA_CHECK(cudaFree(t.y));
 }
@@ -186,6 +192,8 @@ static void poly_bench_size(const Options *o, const DeviceInfo *info, int n)
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, SUM_VERSIONS, NSUM);
+    name_list_add(&KERNEL_NAMES, POLY_VERSIONS, NPOLY);
     parse_args(argc, argv, &SPEC, &o);
     DeviceInfo info;
     get_device_info(&info);
@@ -199,15 +207,21 @@ int main(int argc, char **argv)
     int failures = 0;
     if (o.check) {
         if (sum_selected(&o))
-            failures += reduce_check_sizes(SUM_VERSIONS, NSUM, &o, CHECK_SIZES,
-                                           (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]), "the sum ");
+            failures +=
+                reduce_check_sizes(SUM_VERSIONS, NSUM, &o, CHECK_SIZES,
+                                   (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]), "the sum ");
         if (poly_selected(&o)) {
             printf("\ncheck the polynomial (seed %llu): max |gpu - ref| / sum_j |c_j||x|^j against "
-                   "2 (D + 1) 2^-24, D = %d\n", o.seed, UNROLL_POLY_DEGREE);
+                   "2 (D + 1) 2^-24, D = %d\n",
+                   o.seed, UNROLL_POLY_DEGREE);
             for (int s = 0; s < ncheck; s++) {
                 long long n = size_at(&o, CHECK_SIZES, s);
-                if (n <= POLY_CHECK_MAX) failures += poly_check_size(&o, (int)n);
-                else printf("  skip polynomial at size %lld: its CPU reference is checked up to %lld\n", n, POLY_CHECK_MAX);
+                if (n <= POLY_CHECK_MAX)
+                    failures += poly_check_size(&o, (int)n);
+                else
+                    printf(
+                        "  skip polynomial at size %lld: its CPU reference is checked up to %lld\n",
+                        n, POLY_CHECK_MAX);
             }
         }
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
@@ -215,7 +229,8 @@ int main(int argc, char **argv)
     if (o.bench) {
         if (sum_selected(&o))
             for (int s = 0; s < nbench; s++)
-                reduce_bench_size(SUM_VERSIONS, NSUM, &o, &info, CHAPTER, (int)size_at(&o, BENCH_SIZES, s));
+                reduce_bench_size(SUM_VERSIONS, NSUM, &o, &info, CHAPTER,
+                                  (int)size_at(&o, BENCH_SIZES, s));
         if (poly_selected(&o)) {
             if (o.nsizes == 0) poly_bench_size(&o, &info, POLY_BENCH_SIZE);
             for (int s = 0; s < o.nsizes; s++) poly_bench_size(&o, &info, (int)o.sizes[s].dim[0]);

@@ -14,15 +14,9 @@
 #include "common/validate.h"
 
 /* The point x_i = -1 + i * h in float, rounded once: the GPU computes the same value. */
-static inline float unroll_poly_point(size_t i, float h)
-{
-    return fmaf((float)i, h, -1.0f);
-}
+static inline float unroll_poly_point(size_t i, float h) { return fmaf((float)i, h, -1.0f); }
 
-static inline float unroll_poly_step(int n)
-{
-    return 2.0f / (float)n;
-}
+static inline float unroll_poly_step(int n) { return 2.0f / (float)n; }
 
 /* Coefficients c_0 .. c_degree, uniform in [-1, 1). */
 static inline void unroll_poly_coefficients(float *c, int degree, unsigned long long seed)
@@ -46,13 +40,11 @@ static inline double unroll_poly_abs_scale(const float *c, int degree, double x)
     return p;
 }
 
-static inline double unroll_poly_tolerance(int degree)
-{
-    return 2.0 * (degree + 1) * 0x1p-24;
-}
+static inline double unroll_poly_tolerance(int degree) { return 2.0 * (degree + 1) * 0x1p-24; }
 
 /* ref[i] = p(x_i) in double and scale[i] = sum_j |c_j| |x_i|^j, for i < n. */
-static inline void unroll_poly_reference(const float *c, int degree, int n, double *ref, double *scale)
+static inline void unroll_poly_reference(const float *c, int degree, int n, double *ref,
+                                         double *scale)
 {
     float h = unroll_poly_step(n);
     for (int i = 0; i < n; i++) {
@@ -63,7 +55,8 @@ static inline void unroll_poly_reference(const float *c, int degree, int n, doub
 }
 
 /* max_i |y_i - ref_i| / scale_i; INFINITY if any y_i is not finite (a poisoned output). */
-static inline double unroll_poly_max_error(const float *y, const double *ref, const double *scale, int n)
+static inline double unroll_poly_max_error(const float *y, const double *ref, const double *scale,
+                                           int n)
 {
     double worst = 0.0;
     for (int i = 0; i < n; i++) {

@@ -17,13 +17,15 @@ typedef struct {
 static void run_h2d_whole(void *ctx)
 {
     Workspace *w = ((Stage *)ctx)->w;
-    CUDA_CHECK(cudaMemcpyAsync(w->d_in, w->pin_in, (size_t)w->n * sizeof(float), cudaMemcpyHostToDevice, 0));
+    CUDA_CHECK(cudaMemcpyAsync(w->d_in, w->pin_in, (size_t)w->n * sizeof(float),
+                               cudaMemcpyHostToDevice, 0));
 }
 
 static void run_d2h_whole(void *ctx)
 {
     Workspace *w = ((Stage *)ctx)->w;
-    CUDA_CHECK(cudaMemcpyAsync(w->pin_out, w->d_out, (size_t)w->n * sizeof(float), cudaMemcpyDeviceToHost, 0));
+    CUDA_CHECK(cudaMemcpyAsync(w->pin_out, w->d_out, (size_t)w->n * sizeof(float),
+                               cudaMemcpyDeviceToHost, 0));
 }
 
 /* Both copies at once, on two streams: what the link carries when both directions are
@@ -55,10 +57,14 @@ static int balance_work(Workspace *w, double target_ms, int reps)
     return s.work;
 }
 
-static int is_overlapped(const Version *v) { return v->run != pipeline_serial && v->nstreams > 1; }
+static int is_overlapped(const PipelineVersion *v)
+{
+    return v->launch != pipeline_serial && v->extra.nstreams > 1;
+}
 
 /* The ladder at size n; with_timeline: also write the timeline at this size and balance. */
-static void bench_pipelines(const Options *o, const DeviceInfo *info, long long n, int with_timeline)
+static void bench_pipelines(const Options *o, const DeviceInfo *info, long long n,
+                            int with_timeline)
 {
     Workspace w;
     workspace_create(&w, n, o->seed);
@@ -70,12 +76,15 @@ static void bench_pipelines(const Options *o, const DeviceInfo *info, long long 
     s.work = FLAGS.work ? FLAGS.work : balance_work(&w, copy_ms, o->reps);
     float kernel_ms = time_median_ms(run_kernel_whole, &s, 2, o->reps);
     double bound = copy_ms > kernel_ms ? copy_ms : kernel_ms;
-    printf("\nworkload: %lld floats (%.0f MiB each way), %d multiply-adds per element%s, %d chunks\n", n,
-           n * 4.0 / (1 << 20), s.work, FLAGS.work ? "" : " (balanced: kernel ~ larger copy)", FLAGS.chunks);
+    printf(
+        "\nworkload: %lld floats (%.0f MiB each way), %d multiply-adds per element%s, %d chunks\n",
+        n, n * 4.0 / (1 << 20), s.work, FLAGS.work ? "" : " (balanced: kernel ~ larger copy)",
+        FLAGS.chunks);
 
     char size[32];
     snprintf(size, sizeof size, "%lld", n);
-    table_header("pipelines: ms for copy in + kernel + copy out; ceiling = bound max(H2D, kernel, D2H)");
+    table_header(
+        "pipelines: ms for copy in + kernel + copy out; ceiling = bound max(H2D, kernel, D2H)");
     BenchRow stages[5] = {
         {"h2d_alone", "ceiling", size, h2d_ms, h2d_ms, "ms", "bound", bound},
         {"kernel_alone", "ceiling", size, kernel_ms, kernel_ms, "ms", "bound", bound},
@@ -96,7 +105,10 @@ static void bench_pipelines(const Options *o, const DeviceInfo *info, long long 
         if (v == 0) base_ms = ms;
         BenchRow row = {VERSIONS[v].name, VERSIONS[v].role, size, ms, ms, "ms", "bound", bound};
         report_row(o->csv, info->name, CHAPTER, &row, base_ms);
-        if (is_overlapped(&VERSIONS[v]) && (best == NULL || ms < best_ms)) { best = VERSIONS[v].name; best_ms = ms; }
+        if (is_overlapped(&VERSIONS[v]) && (best == NULL || ms < best_ms)) {
+            best = VERSIONS[v].name;
+            best_ms = ms;
+        }
     }
     if (best)
         printf("best overlapped: %s, %.3f ms = %.1f%% above the bound%s\n", best, best_ms,

@@ -36,11 +36,11 @@
 #include "common/cuda_utils.cuh"
 
 typedef struct {
-    void *slot[2];          /* device memory, slot_bytes each */
+    void *slot[2]; /* device memory, slot_bytes each */
     size_t slot_bytes;
     cudaEvent_t filled[2];
     cudaEvent_t used[2];
-    int next;               /* the slot the next fill takes */
+    int next; /* the slot the next fill takes */
 } DoubleBuffer;
 
 static inline void double_buffer_create(DoubleBuffer *db, size_t slot_bytes)

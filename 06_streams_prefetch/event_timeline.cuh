@@ -19,8 +19,8 @@
 #define SP_TIMELINE_MAX 4096
 
 typedef struct {
-    char stream[24];        /* row of the figure: "stream 3", "h2d", "compute", ... */
-    const char *op;         /* "h2d", "kernel" or "d2h" */
+    char stream[24]; /* row of the figure: "stream 3", "h2d", "compute", ... */
+    const char *op;  /* "h2d", "kernel" or "d2h" */
     int chunk;
     cudaEvent_t start, end;
 } TimelineOp;
@@ -31,7 +31,8 @@ typedef struct {
 } Timeline;
 
 /* Records the start of one op on stream s; returns its index, or -1 without a timeline. */
-static inline int sp_op_begin(Timeline *tl, cudaStream_t s, const char *stream, const char *op, int chunk)
+static inline int sp_op_begin(Timeline *tl, cudaStream_t s, const char *stream, const char *op,
+                              int chunk)
 {
     if (tl == NULL) return -1;
     if (tl->count == SP_TIMELINE_MAX) {
@@ -66,7 +67,8 @@ static inline void timeline_write(FILE *f, const char *pipeline, Timeline *tl, c
         float t0, t1;
         CUDA_CHECK(cudaEventElapsedTime(&t0, origin, tl->ops[i].start));
         CUDA_CHECK(cudaEventElapsedTime(&t1, origin, tl->ops[i].end));
-        fprintf(f, "%s\t%s\t%s\t%d\t%.4f\t%.4f\n", pipeline, tl->ops[i].stream, tl->ops[i].op, tl->ops[i].chunk, t0, t1);
+        fprintf(f, "%s\t%s\t%s\t%d\t%.4f\t%.4f\n", pipeline, tl->ops[i].stream, tl->ops[i].op,
+                tl->ops[i].chunk, t0, t1);
         CUDA_CHECK(cudaEventDestroy(tl->ops[i].start));
         CUDA_CHECK(cudaEventDestroy(tl->ops[i].end));
     }

@@ -6,21 +6,21 @@
 #include <string.h>
 
 #include "common/cli.h"
+#include "common/versions.h"
 
 #define CHAPTER "06_streams_prefetch"
 
 typedef struct {
-    int work;              /* --work: multiply-adds per element; 0: 16 in --check, balanced in --bench */
-    int chunks;            /* --chunks: pieces of the array in the chunked pipelines */
-    const char *timeline;  /* --timeline FILE: where the timeline goes (bench only) */
+    int work;   /* --work: multiply-adds per element; 0: 16 in --check, balanced in --bench */
+    int chunks; /* --chunks: pieces of the array in the chunked pipelines */
+    const char *timeline; /* --timeline FILE: where the timeline goes (bench only) */
 } ChapterFlags;
 
 static ChapterFlags FLAGS = {0, 64, NULL};
 
-static const char *const KERNEL_NAMES[] = {
-    "naive_pageable", "pinned_serial", "depth_k1", "depth_k2", "depth_k4", "depth_k8",
-    "depth_k16", "breadth_k1", "breadth_k2", "breadth_k4", "breadth_k8", "breadth_k16",
-    "double_buffer", "um_fault", "um_advise", "um_prefetch", "pinned_copy", "bandwidth", NULL};
+/* The pipelines' and unified memory's names and "bandwidth" (the copy sweep), filled from
+ * their tables by main before the command line is read. */
+static NameList KERNEL_NAMES;
 
 static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t errlen, void *ctx)
 {
@@ -43,7 +43,10 @@ static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t e
         snprintf(err, errlen, "%s: %s", a, why);
         return -1;
     }
-    if (is_work) f->work = (int)v; else f->chunks = (int)v;
+    if (is_work)
+        f->work = (int)v;
+    else
+        f->chunks = (int)v;
     return 1;
 }
 
@@ -60,6 +63,10 @@ static const ProgramSpec SPEC = {
     "                   --check also always runs 7)\n"
     "  --timeline FILE  with --bench: write start and end of every copy and kernel of four\n"
     "                   pipelines (16 chunks) to FILE, tab-separated, for plot_extra.py\n",
-    KERNEL_NAMES, 1, 1LL << 30, parse_chapter_flag, &FLAGS};
+    KERNEL_NAMES.name,
+    1,
+    1LL << 30,
+    parse_chapter_flag,
+    &FLAGS};
 
 #endif

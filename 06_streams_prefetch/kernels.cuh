@@ -55,15 +55,15 @@ static inline void launch_work(const float *in, float *out, long long n, int wor
 
 typedef struct {
     long long n;
-    int work;                /* multiply-adds per element */
-    int chunks;              /* pieces the array is cut into (fewer when n is small) */
-    int nstreams;            /* K, for depth_kK and breadth_kK */
-    const float *h_in;       /* host input and output: pageable for naive_pageable, */
-    float *h_out;            /* pinned for every other pipeline */
-    float *d_in, *d_out;     /* the whole arrays on the device */
-    cudaStream_t *streams;   /* SP_MAX_STREAMS streams (blocking: they order with stream 0) */
+    int work;                     /* multiply-adds per element */
+    int chunks;                   /* pieces the array is cut into (fewer when n is small) */
+    int nstreams;                 /* K, for depth_kK and breadth_kK */
+    const float *h_in;            /* host input and output: pageable for naive_pageable, */
+    float *h_out;                 /* pinned for every other pipeline */
+    float *d_in, *d_out;          /* the whole arrays on the device */
+    cudaStream_t *streams;        /* SP_MAX_STREAMS streams (blocking: they order with stream 0) */
     DoubleBuffer *db_in, *db_out; /* two slots of one chunk each, for double_buffer */
-    Timeline *timeline;      /* NULL, or where each op records its start and end */
+    Timeline *timeline;           /* NULL, or where each op records its start and end */
 } Pipeline;
 
 typedef void (*PipelineFn)(const Pipeline *p);
@@ -176,14 +176,16 @@ static inline void pipeline_double_buffer(const Pipeline *p)
 
         int si = double_buffer_begin_fill(p->db_in, h2d);
         int t = sp_op_begin(p->timeline, h2d, "h2d stream", "h2d", c);
-        CUDA_CHECK(cudaMemcpyAsync(p->db_in->slot[si], p->h_in + off, bytes, cudaMemcpyHostToDevice, h2d));
+        CUDA_CHECK(
+            cudaMemcpyAsync(p->db_in->slot[si], p->h_in + off, bytes, cudaMemcpyHostToDevice, h2d));
         sp_op_end(p->timeline, t, h2d);
         double_buffer_end_fill(p->db_in, si, h2d);
 
         const float *x = (const float *)double_buffer_begin_use(p->db_in, si, compute);
         int so = double_buffer_begin_fill(p->db_out, compute);
         t = sp_op_begin(p->timeline, compute, "compute stream", "kernel", c);
-        launch_work(x, (float *)p->db_out->slot[so], (long long)(bytes / sizeof(float)), p->work, compute);
+        launch_work(x, (float *)p->db_out->slot[so], (long long)(bytes / sizeof(float)), p->work,
+                    compute);
         sp_op_end(p->timeline, t, compute);
         double_buffer_end_fill(p->db_out, so, compute);
         double_buffer_end_use(p->db_in, si, compute);

@@ -21,10 +21,10 @@
 #include "pipelines.cuh"
 #include "unified_memory.cuh"
 
-#define CHECK_WORK 16                     /* multiply-adds per element in --check */
+#define CHECK_WORK 16 /* multiply-adds per element in --check */
 static const long long CHECK_SIZES[] = {1, 3, 1021, 4097, 1000003, 1LL << 28};
-static const long long BENCH_SIZE = 1LL << 28;  /* 1 GiB each way */
-static const long long UM_SIZE = 1LL << 25;     /* 128 MiB of managed input */
+static const long long BENCH_SIZE = 1LL << 28; /* 1 GiB each way */
+static const long long UM_SIZE = 1LL << 25;    /* 128 MiB of managed input */
 
 /* Chunk counts 7 (divides none of the default sizes; K = 8, 16 exceed it) and --chunks. */
 static int check_size(const Options *o, long long n)
@@ -37,8 +37,10 @@ static int check_size(const Options *o, long long n)
     int failures = check_pipelines(o, &w, ref, 7, work);
     if (FLAGS.chunks != 7) failures += check_pipelines(o, &w, ref, FLAGS.chunks, work);
     if (any_um_selected(o)) {
-        if (um_supported()) failures += check_um(o, &w);
-        else printf("  skip unified memory: this GPU has no concurrent managed access\n");
+        if (um_supported())
+            failures += check_um(o, &w);
+        else
+            printf("  skip unified memory: this GPU has no concurrent managed access\n");
     }
     free(ref);
     workspace_destroy(&w);
@@ -48,6 +50,9 @@ static int check_size(const Options *o, long long n)
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, VERSIONS, NVERSIONS);
+    name_list_add(&KERNEL_NAMES, UM_VERSIONS, NUM_VERSIONS);
+    name_list_append(&KERNEL_NAMES, "bandwidth");
     parse_args(argc, argv, &SPEC, &o);
     if (FLAGS.timeline && !o.bench) cli_fail(&SPEC, "--timeline needs --bench");
     DeviceInfo info;
@@ -59,12 +64,14 @@ int main(int argc, char **argv)
      * unified memory: managed input, device input and output */
     int fewest_chunks = FLAGS.chunks < 7 ? FLAGS.chunks : 7;
     double pipeline = 2.0 * largest + 4.0 * sp_chunk_len(largest, fewest_chunks);
-    require_device_memory(&SPEC, &info, sizeof(float) * (pipeline > 3.0 * largest ? pipeline : 3.0 * largest),
+    require_device_memory(&SPEC, &info,
+                          sizeof(float) * (pipeline > 3.0 * largest ? pipeline : 3.0 * largest),
                           "the arrays");
 
     int failures = 0;
     if (o.check) {
-        printf("\ncheck (seed %llu): max relative error against a double-precision CPU reference\n", o.seed);
+        printf("\ncheck (seed %llu): max relative error against a double-precision CPU reference\n",
+               o.seed);
         int count = size_count(&o, (int)(sizeof CHECK_SIZES / sizeof CHECK_SIZES[0]));
         for (int s = 0; s < count; s++) failures += check_size(&o, size_at(&o, CHECK_SIZES, s));
         printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");

@@ -12,37 +12,38 @@
 #include "common/validate.h"
 #include "kernels.cuh"
 
+/* What a pipeline needs beside its function: how many streams, and pinned host buffers or
+ * pageable (0). */
 typedef struct {
-    const char *name;
-    const char *role;
-    PipelineFn run;
     int nstreams;
-    int pinned;            /* 0: pageable host buffers */
-} Version;
+    int pinned;
+} PipelineShape;
 
-static const Version VERSIONS[] = {
-    {"naive_pageable", "naive", pipeline_serial, 1, 0},
-    {"pinned_serial", "step", pipeline_serial, 1, 1},
-    {"depth_k1", "step", pipeline_depth_first, 1, 1},
-    {"depth_k2", "step", pipeline_depth_first, 2, 1},
-    {"depth_k4", "step", pipeline_depth_first, 4, 1},
-    {"depth_k8", "step", pipeline_depth_first, 8, 1},
-    {"depth_k16", "step", pipeline_depth_first, 16, 1},
-    {"breadth_k1", "step", pipeline_breadth_first, 1, 1},
-    {"breadth_k2", "step", pipeline_breadth_first, 2, 1},
-    {"breadth_k4", "step", pipeline_breadth_first, 4, 1},
-    {"breadth_k8", "step", pipeline_breadth_first, 8, 1},
-    {"breadth_k16", "step", pipeline_breadth_first, 16, 1},
-    {"double_buffer", "optimized", pipeline_double_buffer, 3, 1},
+typedef Version<PipelineFn, PipelineShape> PipelineVersion;
+
+static const PipelineVersion VERSIONS[] = {
+    {"naive_pageable", "naive", pipeline_serial, {1, 0}},
+    {"pinned_serial", "step", pipeline_serial, {1, 1}},
+    {"depth_k1", "step", pipeline_depth_first, {1, 1}},
+    {"depth_k2", "step", pipeline_depth_first, {2, 1}},
+    {"depth_k4", "step", pipeline_depth_first, {4, 1}},
+    {"depth_k8", "step", pipeline_depth_first, {8, 1}},
+    {"depth_k16", "step", pipeline_depth_first, {16, 1}},
+    {"breadth_k1", "step", pipeline_breadth_first, {1, 1}},
+    {"breadth_k2", "step", pipeline_breadth_first, {2, 1}},
+    {"breadth_k4", "step", pipeline_breadth_first, {4, 1}},
+    {"breadth_k8", "step", pipeline_breadth_first, {8, 1}},
+    {"breadth_k16", "step", pipeline_breadth_first, {16, 1}},
+    {"double_buffer", "optimized", pipeline_double_buffer, {3, 1}},
 };
-#define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
+#define NVERSIONS VERSION_COUNT(VERSIONS)
 
 /* --- buffers shared by the pipelines ------------------------------------------------------ */
 
 typedef struct {
     long long n;
-    float *page_in, *page_out;   /* malloc: what naive_pageable copies from and to */
-    float *pin_in, *pin_out;     /* cudaMallocHost: every other pipeline */
+    float *page_in, *page_out; /* malloc: what naive_pageable copies from and to */
+    float *pin_in, *pin_out;   /* cudaMallocHost: every other pipeline */
     float *d_in, *d_out;
     cudaStream_t streams[SP_MAX_STREAMS];
 } Workspace;
@@ -76,7 +77,7 @@ static void workspace_destroy(Workspace *w)
 
 /* Everything one run of a pipeline needs: the version, the workspace, the double buffers. */
 typedef struct {
-    const Version *v;
+    const PipelineVersion *v;
     Workspace *w;
     int chunks, work;
     DoubleBuffer db_in, db_out;
@@ -101,15 +102,27 @@ static void run_destroy(Run *r)
     double_buffer_destroy(&r->db_out);
 }
 
-static float *run_output(const Run *r) { return r->v->pinned ? r->w->pin_out : r->w->page_out; }
+static float *run_output(const Run *r)
+{
+    return r->v->extra.pinned ? r->w->pin_out : r->w->page_out;
+}
 
 static void run_pipeline(void *ctx)
 {
     Run *r = (Run *)ctx;
-    Pipeline p = {r->w->n, r->work, r->chunks, r->v->nstreams,
-                  r->v->pinned ? r->w->pin_in : r->w->page_in, run_output(r),
-                  r->w->d_in, r->w->d_out, r->w->streams, &r->db_in, &r->db_out, r->timeline};
-    r->v->run(&p);
+    Pipeline p = {r->w->n,
+                  r->work,
+                  r->chunks,
+                  r->v->extra.nstreams,
+                  r->v->extra.pinned ? r->w->pin_in : r->w->page_in,
+                  run_output(r),
+                  r->w->d_in,
+                  r->w->d_out,
+                  r->w->streams,
+                  &r->db_in,
+                  &r->db_out,
+                  r->timeline};
+    r->v->launch(&p);
 }
 
 /* --- check ---------------------------------------------------------------------------------- */
@@ -133,8 +146,8 @@ static int check_pipelines(const Options *o, Workspace *w, const double *ref, in
         run_pipeline(&r);
         CUDA_CHECK(cudaDeviceSynchronize());
         double err = max_rel_error(run_output(&r), ref, (size_t)w->n, 1e-30, NULL);
-        snprintf(what, sizeof what, "%s, %d chunk%s", VERSIONS[v].name, sp_chunk_count(w->n, chunks),
-                 sp_chunk_count(w->n, chunks) > 1 ? "s" : "");
+        snprintf(what, sizeof what, "%s, %d chunk%s", VERSIONS[v].name,
+                 sp_chunk_count(w->n, chunks), sp_chunk_count(w->n, chunks) > 1 ? "s" : "");
         failures += !report_check(what, size, err, SP_TOL);
     }
     run_destroy(&r);

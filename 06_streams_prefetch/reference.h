@@ -62,8 +62,13 @@ static inline long long sp_chunk_size(long long n, int chunks, int c)
  * 242/256 FLIT for gen 6), times the lanes. Returns 0 for an unknown generation. */
 static inline double sp_pcie_gbs(int gen, int width)
 {
-    static const double per_lane[] = {0.0, 0.25, 0.5, 8.0 * 128 / 130 / 8, 16.0 * 128 / 130 / 8,
-                                      32.0 * 128 / 130 / 8, 64.0 * 242 / 256 / 8};
+    static const double per_lane[] = {0.0,
+                                      0.25,
+                                      0.5,
+                                      8.0 * 128 / 130 / 8,
+                                      16.0 * 128 / 130 / 8,
+                                      32.0 * 128 / 130 / 8,
+                                      64.0 * 242 / 256 / 8};
     if (gen < 1 || gen > 6 || width < 1) return 0.0;
     return per_lane[gen] * width;
 }

@@ -6,15 +6,15 @@
 #include "flags.cuh"
 #include "pipelines.cuh"
 
-#define TIMELINE_CHUNKS 16                /* few enough chunks to read on the figure */
+#define TIMELINE_CHUNKS 16 /* few enough chunks to read on the figure */
 
-static const char *const TIMELINE_VERSIONS[] = {"pinned_serial", "depth_k2", "depth_k4", "double_buffer"};
+static const char *const TIMELINE_VERSIONS[] = {"pinned_serial", "depth_k2", "depth_k4",
+                                                "double_buffer"};
 
-static const Version *find_version(const char *name)
+static const PipelineVersion *find_version(const char *name)
 {
-    for (int v = 0; v < NVERSIONS; v++)
-        if (!strcmp(VERSIONS[v].name, name)) return &VERSIONS[v];
-    return NULL;
+    int v = version_index(VERSIONS, NVERSIONS, name);
+    return v < 0 ? NULL : &VERSIONS[v];
 }
 
 /* Runs each timeline pipeline once with events around every op and writes one line per op:
@@ -24,8 +24,12 @@ static const Version *find_version(const char *name)
 static void write_timeline(const DeviceInfo *info, long long n, int work)
 {
     FILE *f = fopen(FLAGS.timeline, "w");
-    if (!f) { fprintf(stderr, "cannot write timeline file '%s'\n", FLAGS.timeline); exit(1); }
-    fprintf(f, "# gpu\t%s\tfloats\t%lld\twork\t%d\tchunks\t%d\n", info->name, n, work, TIMELINE_CHUNKS);
+    if (!f) {
+        fprintf(stderr, "cannot write timeline file '%s'\n", FLAGS.timeline);
+        exit(1);
+    }
+    fprintf(f, "# gpu\t%s\tfloats\t%lld\twork\t%d\tchunks\t%d\n", info->name, n, work,
+            TIMELINE_CHUNKS);
     timeline_write_header(f);
     Workspace w;
     workspace_create(&w, n, 1);
@@ -37,7 +41,7 @@ static void write_timeline(const DeviceInfo *info, long long n, int work)
     for (size_t t = 0; t < sizeof TIMELINE_VERSIONS / sizeof TIMELINE_VERSIONS[0]; t++) {
         r.v = find_version(TIMELINE_VERSIONS[t]);
         r.timeline = NULL;
-        run_pipeline(&r);                          /* warm-up */
+        run_pipeline(&r); /* warm-up */
         tl->count = 0;
         r.timeline = tl;
         CUDA_CHECK(cudaEventRecord(origin, 0));
@@ -49,7 +53,10 @@ static void write_timeline(const DeviceInfo *info, long long n, int work)
     free(tl);
     run_destroy(&r);
     workspace_destroy(&w);
-    if (fclose(f) != 0) { fprintf(stderr, "error writing timeline file '%s'\n", FLAGS.timeline); exit(1); }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "error writing timeline file '%s'\n", FLAGS.timeline);
+        exit(1);
+    }
     printf("timeline of %d chunks written to %s\n", TIMELINE_CHUNKS, FLAGS.timeline);
 }
 

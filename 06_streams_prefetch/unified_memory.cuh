@@ -8,11 +8,7 @@
 #include "flags.cuh"
 #include "pipelines.cuh"
 
-typedef struct {
-    const char *name;
-    const char *role;
-    UmMode mode;
-} UmVersion;
+typedef Version<UmMode> UmVersion; /* the launch is the mode um_run runs */
 
 static const UmVersion UM_VERSIONS[] = {
     {"um_fault", "naive", UM_FAULT},
@@ -20,11 +16,14 @@ static const UmVersion UM_VERSIONS[] = {
     {"um_prefetch", "optimized", UM_PREFETCH},
     {"pinned_copy", "ceiling", UM_PINNED_COPY},
 };
-#define NUM_VERSIONS (int)(sizeof UM_VERSIONS / sizeof UM_VERSIONS[0])
+#define NUM_VERSIONS VERSION_COUNT(UM_VERSIONS)
 
 /* --- check ---------------------------------------------------------------------------------- */
 
-static int um_supported(void) { return current_device_attribute(cudaDevAttrConcurrentManagedAccess); }
+static int um_supported(void)
+{
+    return current_device_attribute(cudaDevAttrConcurrentManagedAccess);
+}
 
 /* Managed input of n floats, with um_advise's hints if asked; the host writes it later. */
 static float *um_alloc(UmMode mode, long long n)
@@ -50,11 +49,11 @@ static int check_um(const Options *o, Workspace *w)
     CUDA_CHECK(cudaGetDevice(&dev));
     for (int v = 0; v < NUM_VERSIONS; v++) {
         if (!kernel_selected(o, UM_VERSIONS[v].name)) continue;
-        float *m = um_alloc(UM_VERSIONS[v].mode, w->n);
-        if (m) memcpy(m, w->page_in, bytes);            /* the host writes the managed input */
+        float *m = um_alloc(UM_VERSIONS[v].launch, w->n);
+        if (m) memcpy(m, w->page_in, bytes); /* the host writes the managed input */
         poison_device(w->d_out, bytes);
         memset(w->page_out, 0xFF, bytes);
-        sp_um_run(UM_VERSIONS[v].mode, m, w->pin_in, w->d_in, w->d_out, w->n, dev, 0);
+        sp_um_run(UM_VERSIONS[v].launch, m, w->pin_in, w->d_in, w->d_out, w->n, dev, 0);
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(w->page_out, w->d_out, bytes, cudaMemcpyDeviceToHost));
         if (m) CUDA_CHECK(cudaFree(m));
@@ -86,7 +85,7 @@ static float time_um(UmMode mode, const Workspace *w, float *managed, int reps)
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    for (int i = -1; i < reps; i++) {              /* i = -1: warm-up */
+    for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
         if (managed) memcpy(managed, w->page_in, bytes);
         CUDA_CHECK(cudaEventRecord(start, 0));
         sp_um_run(mode, managed, w->pin_in, w->d_in, w->d_out, w->n, dev, 0);
@@ -110,7 +109,8 @@ static void bench_um(const Options *o, const DeviceInfo *info, long long n)
     }
     size_t free_b, total_b;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if ((double)n * sizeof(float) > 0.25 * (double)free_b) {  /* managed input + d_in + d_out, with room */
+    if ((double)n * sizeof(float) >
+        0.25 * (double)free_b) { /* managed input + d_in + d_out, with room */
         n = (long long)(0.25 * (double)free_b / sizeof(float));
         printf("\nunified memory: size cut to %lld floats to stay within free GPU memory\n", n);
     }
@@ -120,22 +120,32 @@ static void bench_um(const Options *o, const DeviceInfo *info, long long n)
     float ms[NUM_VERSIONS];
     for (int v = 0; v < NUM_VERSIONS; v++) {
         ms[v] = 0.0f;
-        if (!kernel_selected(o, UM_VERSIONS[v].name) && UM_VERSIONS[v].mode != UM_PINNED_COPY) continue;
-        float *m = um_alloc(UM_VERSIONS[v].mode, n);
-        ms[v] = time_um(UM_VERSIONS[v].mode, &w, m, reps);
+        if (!kernel_selected(o, UM_VERSIONS[v].name) && UM_VERSIONS[v].launch != UM_PINNED_COPY)
+            continue;
+        float *m = um_alloc(UM_VERSIONS[v].launch, n);
+        ms[v] = time_um(UM_VERSIONS[v].launch, &w, m, reps);
         if (m) CUDA_CHECK(cudaFree(m));
     }
     char size[32];
     snprintf(size, sizeof size, "%lld", n);
     double pinned_ms = ms[NUM_VERSIONS - 1];
-    table_header("unified memory: ms to get the host-written input to the GPU and run a light kernel\n"
-                 "(1 multiply-add per element); ceiling = explicit pinned copy + the same kernel");
+    table_header(
+        "unified memory: ms to get the host-written input to the GPU and run a light kernel\n"
+        "(1 multiply-add per element); ceiling = explicit pinned copy + the same kernel");
     for (int v = 0; v < NUM_VERSIONS; v++) {
         if (!kernel_selected(o, UM_VERSIONS[v].name)) continue;
-        BenchRow r = {UM_VERSIONS[v].name, UM_VERSIONS[v].role, size, ms[v], ms[v], "ms", "pinned_copy", pinned_ms};
+        BenchRow r = {UM_VERSIONS[v].name,
+                      UM_VERSIONS[v].role,
+                      size,
+                      ms[v],
+                      ms[v],
+                      "ms",
+                      "pinned_copy",
+                      pinned_ms};
         report_row(o->csv, info->name, CHAPTER, &r, ms[0]);
     }
-    if (ms[0] > 0 && ms[2] > 0) printf("um_prefetch is %.2fx faster than um_fault\n", ms[0] / ms[2]);
+    if (ms[0] > 0 && ms[2] > 0)
+        printf("um_prefetch is %.2fx faster than um_fault\n", ms[0] / ms[2]);
     workspace_destroy(&w);
 }
 

@@ -28,25 +28,25 @@ typedef struct {
 } ProblemSize;
 
 typedef struct {
-    int check;            /* --check: validate every version, exit 1 on a failure */
-    int bench;            /* --bench: time every version and print the table */
-    const char *kernel;   /* --kernel NAME[,NAME...]: those versions only (NULL: all) */
+    int check;          /* --check: validate every version, exit 1 on a failure */
+    int bench;          /* --bench: time every version and print the table */
+    const char *kernel; /* --kernel NAME[,NAME...]: those versions only (NULL: all) */
     ProblemSize sizes[CLI_MAX_SIZES];
-    int nsizes;           /* 0: the chapter's defaults */
-    int reps;             /* --reps: timed repetitions (median is reported) */
-    const char *csv;      /* --csv FILE: append one CSV row per version and size */
+    int nsizes;      /* 0: the chapter's defaults */
+    int reps;        /* --reps: timed repetitions (median is reported) */
+    const char *csv; /* --csv FILE: append one CSV row per version and size */
     unsigned long long seed;
 } Options;
 
 /* What a chapter tells the parser about itself. */
 typedef struct {
-    const char *program;          /* e.g. "vector_add" */
-    const char *summary;          /* one line: what the program does */
-    const char *size_help;        /* what -n means in this chapter, with its default */
-    const char *extra_usage;      /* usage lines of the chapter's own flags, or NULL */
-    const char *const *kernels;   /* NULL-terminated list of valid --kernel names */
-    int max_dims;                 /* 1 for vectors, 2 or 3 for matrices */
-    long long max_dim;            /* the largest value one dimension may take */
+    const char *program;        /* e.g. "vector_add" */
+    const char *summary;        /* one line: what the program does */
+    const char *size_help;      /* what -n means in this chapter, with its default */
+    const char *extra_usage;    /* usage lines of the chapter's own flags, or NULL */
+    const char *const *kernels; /* NULL-terminated list of valid --kernel names */
+    int max_dims;               /* 1 for vectors, 2 or 3 for matrices */
+    long long max_dim;          /* the largest value one dimension may take */
     /* Consumes argv[*i] (and its value) if it is a flag of the chapter's; returns 1 if
      * consumed, 0 if not the chapter's, or -1 after writing a reason into err. */
     int (*extra_flag)(int argc, char **argv, int *i, char *err, size_t errlen, void *ctx);
@@ -55,14 +55,17 @@ typedef struct {
 
 static inline void cli_print_usage(FILE *f, const ProgramSpec *spec)
 {
-    fprintf(f, "usage: %s [--check] [--bench] [--kernel NAME] [-n SIZE[,SIZE...]] [--reps N]\n"
-               "       %*s [--csv FILE] [--seed N] [--help]%s\n",
+    fprintf(f,
+            "usage: %s [--check] [--bench] [--kernel NAME] [-n SIZE[,SIZE...]] [--reps N]\n"
+            "       %*s [--csv FILE] [--seed N] [--help]%s\n",
             spec->program, (int)strlen(spec->program), "",
             spec->extra_usage ? " [chapter flags below]" : "");
     fprintf(f, "%s\n\n", spec->summary);
-    fprintf(f, "  --check          validate every version against the CPU reference (exit 1 on failure)\n"
-               "  --bench          time every version, print the table (default: both)\n"
-               "  --kernel NAME    run one version only (or a comma-separated list); one of:");
+    fprintf(
+        f,
+        "  --check          validate every version against the CPU reference (exit 1 on failure)\n"
+        "  --bench          time every version, print the table (default: both)\n"
+        "  --kernel NAME    run one version only (or a comma-separated list); one of:");
     for (const char *const *k = spec->kernels; k && *k; k++) fprintf(f, " %s", *k);
     fprintf(f, "\n  -n, --size LIST  %s\n", spec->size_help);
     fprintf(f, "  --reps N         timed repetitions, median reported (default 20)\n"
@@ -181,7 +184,8 @@ static inline int cli_is_known_kernel(const ProgramSpec *spec, const char *name,
 
 /* --kernel takes one name or a comma-separated list; NULL if every name is known, else
  * the first unknown one (copied into buf). */
-static inline const char *cli_unknown_kernel(const ProgramSpec *spec, const char *list, char *buf, size_t len)
+static inline const char *cli_unknown_kernel(const ProgramSpec *spec, const char *list, char *buf,
+                                             size_t len)
 {
     for (const char *p = list;; p++) {
         const char *end = strchr(p, ',');
@@ -237,7 +241,9 @@ static inline void parse_args(int argc, char **argv, const ProgramSpec *spec, Op
                 cli_fail(spec, "--seed: %s", err);
             o->seed = (unsigned long long)v;
         } else {
-            int r = spec->extra_flag ? spec->extra_flag(argc, argv, &i, err, sizeof err, spec->extra_ctx) : 0;
+            int r = spec->extra_flag
+                        ? spec->extra_flag(argc, argv, &i, err, sizeof err, spec->extra_ctx)
+                        : 0;
             if (r < 0) cli_fail(spec, "%s", err);
             if (r == 0) cli_fail(spec, "unknown argument '%s'", a);
         }

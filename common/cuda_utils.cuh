@@ -11,14 +11,14 @@
 #include "host.h"
 
 /* Every CUDA call goes through this: on an error, say where and what, and exit 1. */
-#define CUDA_CHECK(call)                                                                   \
-    do {                                                                                   \
-        cudaError_t err_ = (call);                                                         \
-        if (err_ != cudaSuccess) {                                                         \
-            fprintf(stderr, "CUDA error at %s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
-                    #call, cudaGetErrorString(err_));                                      \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CUDA_CHECK(call)                                                                       \
+    do {                                                                                       \
+        cudaError_t err_ = (call);                                                             \
+        if (err_ != cudaSuccess) {                                                             \
+            fprintf(stderr, "CUDA error at %s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+                    cudaGetErrorString(err_));                                                 \
+            exit(1);                                                                           \
+        }                                                                                      \
     } while (0)
 
 /* After every launch: catches bad configurations at once; errors inside the kernel
@@ -39,7 +39,7 @@ typedef struct {
     int major, minor;
     int sms;
     int l2_bytes;
-    double peak_mem_gbs;   /* from memory clock and bus width; a lead, not a ceiling */
+    double peak_mem_gbs; /* from memory clock and bus width; a lead, not a ceiling */
     size_t free_bytes, total_bytes;
 } DeviceInfo;
 
@@ -83,8 +83,8 @@ static inline void require_device_memory(const ProgramSpec *spec, const DeviceIn
                                          double bytes, const char *what)
 {
     if (bytes > 0.95 * (double)info->free_bytes)
-        cli_fail(spec, "%s needs %.2f GB of GPU memory but only %.2f GB is free", what,
-                 bytes / 1e9, info->free_bytes / 1e9);
+        cli_fail(spec, "%s needs %.2f GB of GPU memory but only %.2f GB is free", what, bytes / 1e9,
+                 info->free_bytes / 1e9);
 }
 
 /* Fills a device buffer with 0xFF bytes: as floats that is NaN, so any element a kernel
@@ -127,7 +127,11 @@ static inline float time_median_ms(TimedFn fn, void *ctx, int warmup, int reps)
     return median;
 }
 
-typedef struct { void *dst; const void *src; size_t bytes; } CopyCtx;
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} CopyCtx;
 
 static inline void run_d2d_copy(void *p)
 {

@@ -10,17 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CSV_HEADER "gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling"
+#define CSV_HEADER \
+    "gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling"
 
 typedef struct {
     const char *kernel;
-    const char *role;          /* naive | step | optimized | ceiling */
-    const char *size;          /* "268435456", "8192x8192", ... */
-    double time_ms;            /* median time */
-    double value;              /* the rate (GB/s, TFLOP/s) or, with unit "ms", the time */
+    const char *role; /* naive | step | optimized | ceiling */
+    const char *size; /* "268435456", "8192x8192", ... */
+    double time_ms;   /* median time */
+    double value;     /* the rate (GB/s, TFLOP/s) or, with unit "ms", the time */
     const char *unit;
-    const char *ceiling;       /* name of the reference, e.g. "d2d_copy", "cub", "cublas" */
-    double ceiling_value;      /* the reference's value in the same unit */
+    const char *ceiling;  /* name of the reference, e.g. "d2d_copy", "cub", "cublas" */
+    double ceiling_value; /* the reference's value in the same unit */
 } BenchRow;
 
 /* Above 100 means better than the reference, whether the unit is a rate or a time. */
@@ -35,14 +36,16 @@ static inline double pct_of_ceiling(const BenchRow *r)
 static inline const char *csv_field(const char *s, char *out, size_t len)
 {
     size_t i = 0;
-    for (; s[i] && i + 1 < len; i++) out[i] = (s[i] == ',' || s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+    for (; s[i] && i + 1 < len; i++)
+        out[i] = (s[i] == ',' || s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
     out[i] = '\0';
     return out;
 }
 
 /* Appends one row to path, writing the header first if the file is new or empty.
  * Returns 0, or -1 (with a message on stderr) if the file cannot be written. */
-static inline int csv_append(const char *path, const char *gpu, const char *chapter, const BenchRow *r)
+static inline int csv_append(const char *path, const char *gpu, const char *chapter,
+                             const BenchRow *r)
 {
     FILE *f = fopen(path, "a");
     if (!f) {
@@ -73,8 +76,10 @@ static inline void table_header(const char *title)
 static inline void table_row(const BenchRow *r, double base_ms)
 {
     char rate[32], speed[16] = "";
-    if (strcmp(r->unit, "ms") == 0) snprintf(rate, sizeof rate, "-"); /* the time says it */
-    else snprintf(rate, sizeof rate, "%.4g %s", r->value, r->unit);
+    if (strcmp(r->unit, "ms") == 0)
+        snprintf(rate, sizeof rate, "-"); /* the time says it */
+    else
+        snprintf(rate, sizeof rate, "%.4g %s", r->value, r->unit);
     if (base_ms > 0.0) snprintf(speed, sizeof speed, "%.2fx", base_ms / r->time_ms);
     printf("%-24s %-9s %-16s %11.4f %12s %8.1f%% %8s\n", r->kernel, r->role, r->size, r->time_ms,
            rate, pct_of_ceiling(r), speed);
@@ -82,8 +87,8 @@ static inline void table_row(const BenchRow *r, double base_ms)
 
 /* Prints the table line and, if csv is not NULL, appends the CSV row (exit 1 if the file
  * cannot be written: a benchmark whose results are lost should not look successful). */
-static inline void report_row(const char *csv, const char *gpu, const char *chapter, const BenchRow *r,
-                              double base_ms)
+static inline void report_row(const char *csv, const char *gpu, const char *chapter,
+                              const BenchRow *r, double base_ms)
 {
     table_row(r, base_ms);
     if (csv && csv_append(csv, gpu, chapter, r) != 0) exit(1);

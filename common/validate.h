@@ -8,7 +8,9 @@
 #include <stdio.h>
 
 /* splitmix64: a small, seedable generator, so every run can print and reuse its seed. */
-typedef struct { unsigned long long state; } Rng;
+typedef struct {
+    unsigned long long state;
+} Rng;
 
 static inline unsigned long long rng_next(Rng *r)
 {
@@ -19,7 +21,10 @@ static inline unsigned long long rng_next(Rng *r)
 }
 
 /* Uniform in [0, 1) with 24 random bits, exactly representable as a float. */
-static inline float rng_uniform(Rng *r) { return (float)(rng_next(r) >> 40) * (1.0f / 16777216.0f); }
+static inline float rng_uniform(Rng *r)
+{
+    return (float)(rng_next(r) >> 40) * (1.0f / 16777216.0f);
+}
 
 /* Fills x[0..n) with uniform values in [lo, hi). */
 static inline void fill_uniform(float *x, size_t n, float lo, float hi, unsigned long long seed)
@@ -38,7 +43,10 @@ static inline double max_rel_error(const float *gpu, const double *ref, size_t n
     for (size_t i = 0; i < n; i++) {
         double g = (double)gpu[i];
         double e = isfinite(g) ? fabs(g - ref[i]) / fmax(fabs(ref[i]), tiny) : INFINITY;
-        if (!(e <= maxerr)) { maxerr = e; at = i; }
+        if (!(e <= maxerr)) {
+            maxerr = e;
+            at = i;
+        }
     }
     if (worst) *worst = at;
     return maxerr;
@@ -62,8 +70,8 @@ static inline double norm_rel_error(const float *gpu, const double *ref, size_t 
 static inline int report_check(const char *what, const char *size, double err, double tol)
 {
     int ok = err <= tol;
-    printf("  %-4s %-28s size %-16s error %.3e (tolerance %.1e)\n", ok ? "ok" : "FAIL", what,
-           size, err, tol);
+    printf("  %-4s %-28s size %-16s error %.3e (tolerance %.1e)\n", ok ? "ok" : "FAIL", what, size,
+           err, tol);
     return ok;
 }
 

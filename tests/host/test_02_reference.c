@@ -41,7 +41,10 @@ static void test_transpose_twice(void)
         for (size_t i = 0; i < n; i++) t[i] = (float)ref[i];
         ch02_transpose_reference(t, back, ny, nx);
         for (size_t i = 0; i < n; i++) ok &= back[i] == (double)in[i];
-        free(in); free(t); free(ref); free(back);
+        free(in);
+        free(t);
+        free(ref);
+        free(back);
     }
     expect(ok, "02 transpose reference twice gives the input back");
 }

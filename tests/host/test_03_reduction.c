@@ -59,19 +59,22 @@ static void check_orders(size_t n, size_t threads)
     float *x = malloc(n * sizeof(float));
     char what[160];
     reduce_fill_random(x, n, 99 + n);
-    double ref = reduce_ref_sum(x, n), abs_sum = reduce_ref_abs_sum(x, n), tol = reduce_tolerance(n);
+    double ref = reduce_ref_sum(x, n), abs_sum = reduce_ref_abs_sum(x, n),
+           tol = reduce_tolerance(n);
     double e1 = reduce_rel_error(sim_tree(x, n), ref, abs_sum);
     double e2 = reduce_rel_error(sim_grid_stride(x, n, threads), ref, abs_sum);
-    snprintf(what, sizeof what, "random n=%zu: tree %.2e and grid-stride %.2e within tolerance %.2e",
-             n, e1, e2, tol);
+    snprintf(what, sizeof what,
+             "random n=%zu: tree %.2e and grid-stride %.2e within tolerance %.2e", n, e1, e2, tol);
     expect(e1 <= tol && e2 <= tol, what);
 
     reduce_fill_integers(x, n, 7 + n);
     ref = reduce_ref_sum(x, n);
     long long exact = 0;
     for (size_t i = 0; i < n; i++) exact += (long long)x[i];
-    snprintf(what, sizeof what, "integers n=%zu: both orders and the double reference give exactly %lld", n, exact);
-    expect(ref == (double)exact && (double)sim_tree(x, n) == ref && (double)sim_grid_stride(x, n, threads) == ref,
+    snprintf(what, sizeof what,
+             "integers n=%zu: both orders and the double reference give exactly %lld", n, exact);
+    expect(ref == (double)exact && (double)sim_tree(x, n) == ref &&
+               (double)sim_grid_stride(x, n, threads) == ref,
            what);
     free(x);
 }
@@ -93,7 +96,8 @@ int main(void)
         double threads = ceil(sqrt(n) / 8), chain = ceil(n / 4 / threads) + 2 + log2(threads) + 10;
         ok &= chain <= reduce_depth_bound((size_t)n);
     }
-    expect(ok, "depth bound covers the grid-stride chain for n up to 2^31 with >= sqrt(n)/8 threads");
+    expect(ok,
+           "depth bound covers the grid-stride chain for n up to 2^31 with >= sqrt(n)/8 threads");
 
     expect(reduce_tolerance(1) < 2e-6 && reduce_tolerance(1u << 28) < 2.5e-3 &&
                reduce_tolerance(1u << 28) > reduce_tolerance(1u << 24),

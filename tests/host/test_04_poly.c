@@ -48,10 +48,11 @@ int main(void)
         if (e > worst_float) worst_float = e;
     }
     char what[160];
-    snprintf(what, sizeof what, "double Horner matches the sum of powers (error %.1e <= 1e-13)", worst_ref);
+    snprintf(what, sizeof what, "double Horner matches the sum of powers (error %.1e <= 1e-13)",
+             worst_ref);
     expect(worst_ref <= 1e-13, what);
-    snprintf(what, sizeof what, "float Horner with FMAs within the tolerance (%.1e <= %.1e)", worst_float,
-             unroll_poly_tolerance(DEGREE));
+    snprintf(what, sizeof what, "float Horner with FMAs within the tolerance (%.1e <= %.1e)",
+             worst_float, unroll_poly_tolerance(DEGREE));
     expect(worst_float <= unroll_poly_tolerance(DEGREE), what);
     expect(in_range && unroll_poly_point(0, h) == -1.0f, "points lie in [-1, 1) and start at -1");
 

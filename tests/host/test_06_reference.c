@@ -44,7 +44,7 @@ static void test_float_within_tolerance(void)
             float x = 2.0f * rng_uniform(&r) - 1.0f, bx = SP_B * x, fused = x, split = x;
             for (int k = 0; k < works[w]; k++) {
                 fused = fmaf(fused, SP_A, bx);
-                volatile float prod = split * SP_A;   /* volatile: keep the two roundings */
+                volatile float prod = split * SP_A; /* volatile: keep the two roundings */
                 split = prod + bx;
             }
             double ref;
@@ -79,9 +79,11 @@ static void test_chunking(void)
     report("06 chunking: pieces cover n exactly for n = 1..300, chunks = 1..70", ok);
     report("06 chunking: n = 100 in 64 chunks is 50 pieces of 2",
            sp_chunk_count(100, 64) == 50 && sp_chunk_len(100, 64) == 2);
-    report("06 chunking: n = 1 in 64 chunks is 1 piece", sp_chunk_count(1, 64) == 1 && sp_chunk_size(1, 64, 0) == 1);
+    report("06 chunking: n = 1 in 64 chunks is 1 piece",
+           sp_chunk_count(1, 64) == 1 && sp_chunk_size(1, 64, 0) == 1);
     report("06 chunking: n = 1021 in 7 chunks: 6 of 146 and one of 145",
-           sp_chunk_count(1021, 7) == 7 && sp_chunk_size(1021, 7, 0) == 146 && sp_chunk_size(1021, 7, 6) == 145);
+           sp_chunk_count(1021, 7) == 7 && sp_chunk_size(1021, 7, 0) == 146 &&
+               sp_chunk_size(1021, 7, 6) == 145);
 }
 
 static void test_pcie(void)
@@ -89,7 +91,8 @@ static void test_pcie(void)
     report("06 pcie: gen 5 x16 is 63.0 GB/s", fabs(sp_pcie_gbs(5, 16) - 63.015) < 0.01);
     report("06 pcie: gen 4 x16 is 31.5 GB/s", fabs(sp_pcie_gbs(4, 16) - 31.508) < 0.01);
     report("06 pcie: gen 3 x8 is 7.9 GB/s", fabs(sp_pcie_gbs(3, 8) - 7.877) < 0.01);
-    report("06 pcie: unknown generation gives 0", sp_pcie_gbs(0, 16) == 0.0 && sp_pcie_gbs(7, 16) == 0.0);
+    report("06 pcie: unknown generation gives 0",
+           sp_pcie_gbs(0, 16) == 0.0 && sp_pcie_gbs(7, 16) == 0.0);
 }
 
 int main(void)

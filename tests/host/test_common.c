@@ -20,18 +20,21 @@ static void expect(int ok, const char *name)
 }
 
 static const char *const KERNELS[] = {"naive", "fast", NULL};
-static const ProgramSpec SPEC = {"prog", "test program", "size", NULL, KERNELS, 3, 65536, NULL, NULL};
+static const ProgramSpec SPEC = {"prog", "test program", "size", NULL, KERNELS,
+                                 3,      65536,          NULL,   NULL};
 
 static void test_sizes(void)
 {
     char err[256];
     ProblemSize s;
-    expect(cli_parse_size("4096", 3, 65536, &s, err, sizeof err) == 0 && s.ndims == 1 && s.dim[0] == 4096,
+    expect(cli_parse_size("4096", 3, 65536, &s, err, sizeof err) == 0 && s.ndims == 1 &&
+               s.dim[0] == 4096,
            "size 4096");
     expect(cli_parse_size("127x129x131", 3, 65536, &s, err, sizeof err) == 0 && s.ndims == 3 &&
                s.dim[0] == 127 && s.dim[1] == 129 && s.dim[2] == 131,
            "size 127x129x131");
-    expect(cli_parse_size("1x2x3x4", 3, 65536, &s, err, sizeof err) != 0, "four dimensions rejected");
+    expect(cli_parse_size("1x2x3x4", 3, 65536, &s, err, sizeof err) != 0,
+           "four dimensions rejected");
     expect(cli_parse_size("7x", 3, 65536, &s, err, sizeof err) != 0, "trailing x rejected");
     expect(cli_parse_size("x7", 3, 65536, &s, err, sizeof err) != 0, "leading x rejected");
     expect(cli_parse_size("7xx3", 3, 65536, &s, err, sizeof err) != 0, "empty dimension rejected");
@@ -43,26 +46,29 @@ static void test_sizes(void)
     expect(cli_parse_size("99999999999999999999999", 3, 65536, &s, err, sizeof err) != 0 &&
                strstr(err, "too large"),
            "overflowing number rejected");
-    expect(cli_parse_size("12abc", 3, 65536, &s, err, sizeof err) != 0 && strstr(err, "not a whole number"),
+    expect(cli_parse_size("12abc", 3, 65536, &s, err, sizeof err) != 0 &&
+               strstr(err, "not a whole number"),
            "trailing garbage rejected");
     Options o;
     memset(&o, 0, sizeof o);
     expect(cli_parse_size_list("1,1023,7x9", &SPEC, &o, err, sizeof err) == 0 && o.nsizes == 3 &&
                o.sizes[1].dim[0] == 1023 && o.sizes[2].dim[1] == 9,
            "size list 1,1023,7x9");
-    expect(cli_parse_size_list("1,,2", &SPEC, &o, err, sizeof err) != 0, "empty list entry rejected");
+    expect(cli_parse_size_list("1,,2", &SPEC, &o, err, sizeof err) != 0,
+           "empty list entry rejected");
     expect(cli_parse_size_list("1,", &SPEC, &o, err, sizeof err) != 0, "trailing comma rejected");
     char buf[64];
     expect(strcmp(size_str(&o.sizes[0], buf, sizeof buf), "1") == 0, "size_str of one dimension");
     cli_parse_size("127x129x131", 3, 65536, &s, err, sizeof err);
-    expect(strcmp(size_str(&s, buf, sizeof buf), "127x129x131") == 0, "size_str of three dimensions");
+    expect(strcmp(size_str(&s, buf, sizeof buf), "127x129x131") == 0,
+           "size_str of three dimensions");
 }
 
 static void test_parse_args(void)
 {
     Options o;
-    char *argv1[] = {"prog", "--bench", "--kernel", "fast", "-n", "5,6", "--reps", "7", "--csv", "x.csv",
-                     "--seed", "42"};
+    char *argv1[] = {"prog",   "--bench", "--kernel", "fast",  "-n",     "5,6",
+                     "--reps", "7",       "--csv",    "x.csv", "--seed", "42"};
     parse_args(12, argv1, &SPEC, &o);
     expect(o.bench && !o.check && strcmp(o.kernel, "fast") == 0 && o.nsizes == 2 && o.reps == 7 &&
                strcmp(o.csv, "x.csv") == 0 && o.seed == 42,
@@ -74,8 +80,8 @@ static void test_parse_args(void)
     expect(kernel_selected(&o, "naive") && kernel_selected(&o, "fast"), "no --kernel selects all");
     char *argv3[] = {"prog", "--kernel", "naive,fast"};
     parse_args(3, argv3, &SPEC, &o);
-    expect(kernel_selected(&o, "naive") && kernel_selected(&o, "fast") && !kernel_selected(&o, "nai") &&
-               !kernel_selected(&o, "naive,fast"),
+    expect(kernel_selected(&o, "naive") && kernel_selected(&o, "fast") &&
+               !kernel_selected(&o, "nai") && !kernel_selected(&o, "naive,fast"),
            "--kernel naive,fast selects exactly those two");
     char buf[64];
     expect(cli_unknown_kernel(&SPEC, "naive,fastx", buf, sizeof buf) && strcmp(buf, "fastx") == 0 &&
@@ -133,21 +139,29 @@ static void test_csv(void)
     BenchRow rate = {"float4", "optimized", "1024", 2.0, 2800.0, "GB/s", "d2d_copy", 3000.0};
     BenchRow time = {"gpu", "optimized", "1024", 0.5, 0.5, "ms", "cpu_loop", 2.0};
     expect(fabs(pct_of_ceiling(&rate) - 93.333333) < 1e-3, "pct_of_ceiling of a rate");
-    expect(fabs(pct_of_ceiling(&time) - 400.0) < 1e-9, "pct_of_ceiling of a time (faster is above 100)");
+    expect(fabs(pct_of_ceiling(&time) - 400.0) < 1e-9,
+           "pct_of_ceiling of a time (faster is above 100)");
     expect(csv_append(path, "NVIDIA H200, test", "01_vector_add", &rate) == 0 &&
                csv_append(path, "NVIDIA H200, test", "01_vector_add", &time) == 0,
            "csv_append writes");
     char line[512];
     FILE *f = fopen(path, "r");
     int ok = f && fgets(line, sizeof line, f) && strcmp(line, CSV_HEADER "\n") == 0;
+    ok =
+        ok && fgets(line, sizeof line, f) &&
+        strcmp(
+            line,
+            "NVIDIA H200  test,01_vector_add,float4,optimized,1024,2,2800,GB/s,d2d_copy,3000,93.33\n") ==
+            0;
     ok = ok && fgets(line, sizeof line, f) &&
-         strcmp(line, "NVIDIA H200  test,01_vector_add,float4,optimized,1024,2,2800,GB/s,d2d_copy,3000,93.33\n") == 0;
-    ok = ok && fgets(line, sizeof line, f) && strncmp(line, "NVIDIA H200  test,01_vector_add,gpu,", 36) == 0;
+         strncmp(line, "NVIDIA H200  test,01_vector_add,gpu,", 36) == 0;
     ok = ok && !fgets(line, sizeof line, f);
     if (f) fclose(f);
-    expect(ok, "CSV has one header, rows in the documented columns, commas in the GPU name escaped");
+    expect(ok,
+           "CSV has one header, rows in the documented columns, commas in the GPU name escaped");
     unlink(path);
-    expect(csv_append("/nonexistent-dir/x.csv", "g", "c", &rate) != 0, "csv_append reports an unwritable file");
+    expect(csv_append("/nonexistent-dir/x.csv", "g", "c", &rate) != 0,
+           "csv_append reports an unwritable file");
 }
 
 static void test_host(void)
