@@ -1,6 +1,6 @@
 /* The benchmark table on stdout and the CSV rows every chapter writes.
  * CSV columns: gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling
- * role is naive, step, optimized or ceiling. pct_of_ceiling is 100*value/ceiling_value for
+ * role is naive, step, optimized, ceiling, or exercise (an exercise's answer, solutions/). pct_of_ceiling is 100*value/ceiling_value for
  * rates and 100*ceiling_time/time for times (unit "ms"), so above 100 is always better
  * than the reference. Plain C: the host tests compile it with gcc. */
 #ifndef COMMON_REPORT_H
@@ -15,7 +15,7 @@
 
 typedef struct {
     const char *kernel;
-    const char *role; /* naive | step | optimized | ceiling */
+    const char *role; /* naive | step | optimized | ceiling | exercise */
     const char *size; /* "268435456", "8192x8192", ... */
     double time_ms;   /* median time */
     double value;     /* the rate (GB/s, TFLOP/s) or, with unit "ms", the time */

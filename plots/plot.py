@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 COLUMNS = ["gpu", "chapter", "kernel", "role", "size", "time_ms", "value", "unit",
            "ceiling", "ceiling_value", "pct_of_ceiling"]
-ROLE_COLOURS = {"naive": "#c44e52", "step": "#8c8c8c", "optimized": "#55a868", "ceiling": "#4c72b0"}
+ROLE_COLOURS = {"naive": "#c44e52", "step": "#8c8c8c", "optimized": "#55a868", "ceiling": "#4c72b0",
+                "exercise": "#dd8452"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
