@@ -1,8 +1,9 @@
 /* The benchmark table on stdout and the CSV rows every chapter writes.
  * CSV columns: gpu,chapter,kernel,role,size,time_ms,value,unit,ceiling,ceiling_value,pct_of_ceiling
- * role is naive, step, optimized, ceiling, or exercise (an exercise's answer, solutions/). pct_of_ceiling is 100*value/ceiling_value for
- * rates and 100*ceiling_time/time for times (unit "ms"), so above 100 is always better
- * than the reference. Plain C: the host tests compile it with gcc. */
+ * role is naive, step, optimized, ceiling, or exercise (an exercise's answer, in the
+ * chapter's solutions/). pct_of_ceiling is 100*value/ceiling_value for rates and
+ * 100*ceiling_time/time for times (unit "ms"), so above 100 is always better than the
+ * reference. Plain C: the host tests compile it with gcc. */
 #ifndef COMMON_REPORT_H
 #define COMMON_REPORT_H
 
