@@ -8,6 +8,7 @@
 #include "common/validate.h"
 #include "common/versions.h"
 #include "kernels.cuh"
+#include "solutions/solutions.cuh"
 
 #define CHAPTER "01_vector_add"
 
@@ -15,6 +16,12 @@ static const Version<VectorAddLauncher> VERSIONS[] = {
     {"naive", "naive", launch_naive},
     {"grid_stride", "step", launch_grid_stride},
     {"float4", "optimized", launch_float4},
+    /* the exercises' answers (solutions/) */
+    {"ex1_block_32", "exercise", launch_ex1_block_32},
+    {"ex2_one_block_per_sm", "exercise", launch_ex2_one_block_per_sm},
+    {"ex3_unroll4", "exercise", launch_ex3_unroll4},
+    {"ex4_two_pass", "exercise", launch_ex4_two_pass},
+    {"ex5_float4x2", "exercise", launch_ex5_float4x2},
 };
 #define NVERSIONS VERSION_COUNT(VERSIONS)
 static NameList KERNEL_NAMES; /* VERSIONS' names, for --kernel and --help */
