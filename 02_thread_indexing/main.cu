@@ -9,6 +9,7 @@
 #include "common/versions.h"
 #include "kernels.cuh"
 #include "reference.h"
+#include "solutions/solutions.cuh"
 
 #define CHAPTER "02_thread_indexing"
 
@@ -26,6 +27,9 @@ static const AddVersion ADD_VERSIONS[] = {
     {"add_2d_128x2", "step", launch_add_2d<128, 2>},
     {"add_2d_swapped_32x8", "step", launch_add_2d_swapped<32, 8>},
     {"add_float4", "optimized", launch_add_float4},
+    /* the exercises' answers (solutions/) */
+    {"ex1_add_2d_256x1", "exercise", launch_ex1_add_2d_256x1},
+    {"ex4_add_flat", "exercise", launch_ex4_add_flat},
 };
 #define NADD VERSION_COUNT(ADD_VERSIONS)
 
@@ -35,6 +39,11 @@ static const TransposeVersion TRANSPOSE_VERSIONS[] = {
     {"transpose_smem_padded", "step", launch_transpose_smem<32, 1, 32>},
     {"transpose_smem_32x8", "step", launch_transpose_smem<32, 1, 8>},
     {"transpose_tile64", "optimized", launch_transpose_smem<64, 1, 8>},
+    /* the exercises' answers (solutions/) */
+    {"ex2_transpose_32x16", "exercise", launch_ex2_transpose_32x16},
+    {"ex3_transpose_tile64_nopad", "exercise", launch_ex3_transpose_tile64_nopad},
+    {"ex5_transpose_float4_read", "exercise", launch_ex5_transpose_float4_read},
+    {"ex6_transpose_pipelined", "exercise", launch_ex6_transpose_pipelined},
 };
 #define NTRANSPOSE VERSION_COUNT(TRANSPOSE_VERSIONS)
 
