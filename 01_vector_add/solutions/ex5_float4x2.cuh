@@ -4,7 +4,7 @@
  * and i + stride) before it adds, and predict whether it moves past `float4`.
  *
  * Answer: no measurable gain is expected. A `float4` thread already has 32 bytes of loads in
- * flight, 132 x 2048 x 32 bytes = 8.65 MB on the whole GPU, two to three times what Little's
+ * flight, 132 x 2048 x 32 bytes = 8.65 MB on the whole GPU, three to four times what Little's
  * law asks at about a microsecond (the read share of the copy bandwidth times the latency:
  * about 2 MB on the H100, about 2.8 MB on the H200). Once latency is covered, more bytes
  * in flight only queue longer; what remains between `float4` and the copy is not latency.
