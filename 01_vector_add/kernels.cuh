@@ -26,7 +26,7 @@ __global__ void vector_add_naive(const float *a, const float *b, float *c, int n
 
 static inline void launch_naive(const float *a, const float *b, float *c, int n)
 {
-    int blocks = (n + VADD_BLOCK - 1) / VADD_BLOCK;
+    int blocks = (int)(((long long)n + VADD_BLOCK - 1) / VADD_BLOCK); /* n + 255 may pass 2^31 */
     vector_add_naive<<<blocks, VADD_BLOCK>>>(a, b, c, n);
     CHECK_LAUNCH();
 }

@@ -30,7 +30,8 @@ Options (key=value, separated by spaces; a value may be a comma-separated list):
                               ceiling  the ceiling's name and value ("d2d_copy 2974 GB/s")
                             any other column of the source by its name (raw)
   base=KERNEL               the row that speedup divides (default: the table's first kernel),
-                            taken at the same GPU and size
+                            taken at the same GPU and size, from the selection or else from
+                            the rest of the chapter's rows (so a num can name any version)
   label=kernel,size         the columns that name a row (default: kernel, or impl for the
                             epochs and stages; size is added when several sizes are shown)
   stat=geomean|min|max|mean|count|argmin|argmax
@@ -150,17 +151,24 @@ def select(opts, results):
         for k in filters:
             if rows and k not in rows[0]:
                 raise Bad(f"'{k}' is no column of {os.path.basename(files[g])}")
+        for r in rows:
+            r["gpu_short"] = g
         sel = [r for r in rows
                if all(v == ["*"] or r[k] in v for k, v in filters.items())]
         if key in filters and filters[key] != ["*"]:
             order = {n: i for i, n in enumerate(filters[key])}
             sel.sort(key=lambda r: order[r[key]])  # stable: the file's order within a name
         out.append((g, sel))
+        BASE_POOL[g] = [r for r in rows if "chapter" not in filters or r.get("chapter") in filters["chapter"]]
     return out, key
 
 
+BASE_POOL = {}  # per GPU: the rows of the selection's chapter, where base= is looked up
+
+
 def base_for(row, rows, base):
-    for r in rows:
+    pool = BASE_POOL.get(row.get("gpu_short"), []) if row.get("gpu_short") else []
+    for r in list(rows) + pool:
         if r.get("kernel") == base and r.get("size") == row.get("size"):
             return r
     return None
