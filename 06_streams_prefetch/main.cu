@@ -14,6 +14,8 @@
  *   timeline.cuh         --bench --timeline: when each copy and kernel ran
  *   flags.cuh            the chapter's command line
  *   reference.h          the CPU reference
+ *   solutions/           the lesson's exercises' answers, pipelines with rows in pipelines.cuh
+ *   figures/             the lesson's explanatory figures (make_figures.py draws them)
  *   main.cu              what runs when */
 #include "bandwidth.cuh"
 #include "bench_pipelines.cuh"

@@ -1,6 +1,7 @@
 /* Chapter 06: the pipelines of kernels.cuh as versions the driver runs: the table of
- * versions, the buffers they share (pageable and pinned host arrays, device arrays,
- * streams), one run of a version, and their --check against the CPU. */
+ * versions (the exercises' answers of solutions/ last), the buffers they share (pageable
+ * and pinned host arrays, device arrays, streams), one run of a version, and their --check
+ * against the CPU. */
 #ifndef CH06_PIPELINES_CUH
 #define CH06_PIPELINES_CUH
 
@@ -11,6 +12,7 @@
 #include "common/host.h"
 #include "common/validate.h"
 #include "kernels.cuh"
+#include "solutions/solutions.cuh"
 
 /* What a pipeline needs beside its function: how many streams, and pinned host buffers or
  * pageable (0). */
@@ -35,6 +37,12 @@ static const PipelineVersion VERSIONS[] = {
     {"breadth_k8", "step", pipeline_breadth_first, {8, 1}},
     {"breadth_k16", "step", pipeline_breadth_first, {16, 1}},
     {"double_buffer", "optimized", pipeline_double_buffer, {3, 1}},
+    {"ex1_depth_k3", "exercise", ex1_depth_k3, {3, 1}},
+    {"ex2_depth_k8_pageable", "exercise", ex2_depth_k8_pageable, {8, 0}},
+    {"ex3_stage_streams", "exercise", ex3_stage_streams, {3, 1}},
+    {"ex4_registered", "exercise", ex4_registered, {8, 0}},
+    {"ex5_graph_k8", "exercise", ex5_graph_k8, {8, 1}},
+    {"ex6_ordered_k4", "exercise", ex6_ordered_k4, {4, 1}},
 };
 #define NVERSIONS VERSION_COUNT(VERSIONS)
 
