@@ -102,7 +102,7 @@ def sig(x, digits):
 def fmt_value(v, unit):
     if unit == "ms":
         return sig(v, 4) + " ms"
-    if unit == "GB/s" or v >= 1000:
+    if v >= 1000 or (unit == "GB/s" and v >= 100):
         return f"{v:.0f} {unit}"
     return sig(v, 3) + " " + unit
 
