@@ -125,7 +125,7 @@ static inline int reduce_check_sizes(const ReduceVersion *versions, int count, c
                                      const long long *sizes, int nsizes, const char *what)
 {
     printf(
-        "\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2 n + 16) * 2^-24;\n"
+        "\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2(n + 1) + 16) * 2^-24;\n"
         "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n",
         what, o->seed);
     int failures = 0;

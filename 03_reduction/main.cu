@@ -6,14 +6,27 @@
 #include "common/cuda_utils.cuh"
 #include "harness.cuh"
 #include "kernels.cuh"
+#include "solutions/solutions.cuh"
 
 #define CHAPTER "03_reduction"
 
 static const ReduceVersion VERSIONS[] = {
-    {"v1_divergent", "naive", reduce_launch_v1},       {"v2_strided", "step", reduce_launch_v2},
-    {"v3_sequential", "step", reduce_launch_v3},       {"v4_first_add", "step", reduce_launch_v4},
-    {"v5_warp_shuffle", "step", reduce_launch_v5},     {"v6_grid_stride", "step", reduce_launch_v6},
+    {"v1_divergent", "naive", reduce_launch_v1},
+    {"v2_strided", "step", reduce_launch_v2},
+    {"v3_sequential", "step", reduce_launch_v3},
+    {"v4_first_add", "step", reduce_launch_v4},
+    {"v5_warp_shuffle", "step", reduce_launch_v5},
+    {"v6_grid_stride", "step", reduce_launch_v6},
     {"v7_single_pass", "optimized", reduce_launch_v7},
+    /* the exercises' answers (solutions/) */
+    {"ex1_block_128", "exercise", ex1_launch_block<128>},
+    {"ex1_block_512", "exercise", ex1_launch_block<512>},
+    {"ex2_one_float4", "exercise", ex2_launch_one_float4},
+    {"ex2_int_index", "exercise", ex2_launch_int_index},
+    {"ex3_cg_reduce", "exercise", ex3_launch_cg_reduce},
+    {"ex4_atomic", "exercise", ex4_launch_atomic},
+    {"ex5_grid_sync", "exercise", ex5_launch_grid_sync},
+    {"ex6_kahan", "exercise", ex6_launch_kahan},
 };
 #define NVERSIONS VERSION_COUNT(VERSIONS)
 static NameList KERNEL_NAMES; /* VERSIONS' names, for --kernel and --help */

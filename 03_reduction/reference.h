@@ -9,7 +9,7 @@
  * depth is at most: a per-thread running sum over at most n / (4 * threads) float4 loads,
  * which is <= sqrt(n) because every grid has at least sqrt(n)/4 threads (two adds per
  * float4), plus log2 levels inside blocks and passes. So the check is
- *     |gpu - ref| / sum_i |x_i|  <=  (2 sqrt(n) + 3 log2(n) + 16) * 2^-24.
+ *     |gpu - ref| / sum_i |x_i|  <=  (2 sqrt(n) + 3 log2(n + 1) + 16) * 2^-24.
  * Measured against sum |x_i|, not |sum x_i|: with mixed signs the sum itself is small
  * (about sqrt(n)/sqrt(3)) and says nothing about how large the rounding may be.
  *

@@ -7,6 +7,7 @@
 #include "common/report.h"
 #include "kernels.cuh"
 #include "reference.h"
+#include "solutions/solutions.cuh"
 
 #define CHAPTER "04_loop_unroll"
 
@@ -23,15 +24,26 @@ static const ReduceVersion SUM_VERSIONS[] = {
     {"gs_u4", "optimized", unroll_launch_grid_stride<4, true>},
     {"gs_u8", "step", unroll_launch_grid_stride<8, true>},
     {"gs_u16", "step", unroll_launch_grid_stride<16, true>},
+    /* the exercises' answers (solutions/) */
+    {"ex1_k32_tree", "exercise", ex1_launch_k32_tree},
+    {"ex2_gs_u32", "exercise", ex2_launch_gs_u32},
+    {"ex4_gs_u4_acc4", "exercise", ex4_launch_gs_u4_acc4},
 };
 #define NSUM VERSION_COUNT(SUM_VERSIONS)
 
 typedef Version<PolyLauncher> PolyVersion;
 
 static const PolyVersion POLY_VERSIONS[] = {
-    {"poly_k1", "naive", unroll_launch_poly<1>},  {"poly_k2", "step", unroll_launch_poly<2>},
-    {"poly_k4", "step", unroll_launch_poly<4>},   {"poly_k8", "optimized", unroll_launch_poly<8>},
-    {"poly_k16", "step", unroll_launch_poly<16>}, {"poly_k1_full", "step", unroll_launch_poly_full},
+    {"poly_k1", "naive", unroll_launch_poly<1>},
+    {"poly_k2", "step", unroll_launch_poly<2>},
+    {"poly_k4", "step", unroll_launch_poly<4>},
+    {"poly_k8", "optimized", unroll_launch_poly<8>},
+    {"poly_k16", "step", unroll_launch_poly<16>},
+    {"poly_k1_full", "step", unroll_launch_poly_full},
+    /* the exercises' answers (solutions/) */
+    {"ex3_poly_k8_full", "exercise", ex3_launch_poly_k8_full},
+    {"ex5_poly_even_odd", "exercise", ex5_launch_poly_even_odd},
+    {"ex6_poly_estrin", "exercise", ex6_launch_poly_estrin},
 };
 #define NPOLY VERSION_COUNT(POLY_VERSIONS)
 
