@@ -27,6 +27,8 @@ Options (key=value, separated by spaces; a value may be a comma-separated list):
                               value    the rate with its unit ("2880 GB/s"), or the time
                               pct      pct_of_ceiling ("96.9%")
                               speedup  the base row's time over this row's ("24.6x")
+                              step     the previous row's time over this row's (table only:
+                                       the step's own speedup, the rows in the table's order)
                               ceiling  the ceiling's name and value ("d2d_copy 2974 GB/s")
                             any other column of the source by its name (raw)
   base=KERNEL               the row that speedup divides (default: the table's first kernel),
@@ -107,8 +109,12 @@ def fmt_value(v, unit):
     return sig(v, 3) + " " + unit
 
 
-def field_of(row, field, base_row):
+def field_of(row, field, base_row, prev_row=None):
     """The text and the number of one field of a row."""
+    if field == "step":
+        if prev_row is None:
+            return "", float("nan")
+        return field_of(row, "speedup", prev_row)
     if field == "time":
         t = float(row["time_ms"])
         return sig(t, 4) + " ms", t
@@ -210,6 +216,7 @@ def render_num(opts, results):
 
 
 TITLES = {"time": "time", "value": "rate", "pct": "% of ceiling", "speedup": "speedup",
+          "step": "step speedup",
           "ceiling": "ceiling", "kernel": "version", "impl": "trainer"}
 
 
@@ -232,6 +239,7 @@ def render_table(opts, results):
     # rows by label, in the order of the first GPU that has them
     order, cells = [], {}
     for g, rows in sel:
+        prev = {}  # the row before, by size: what step divides
         for r in rows:
             lab = tuple(r.get(c, "") for c in labels)
             if lab not in cells:
@@ -240,7 +248,8 @@ def render_table(opts, results):
             if g in cells[lab]:
                 raise Bad(f"two rows for {' '.join(lab)} on {g}: add a filter (size=...)")
             b = base_for(r, rows, base) if base else None
-            cells[lab][g] = [field_of(r, c, b)[0] for c in cols]
+            cells[lab][g] = [field_of(r, c, b, prev.get(r.get("size")))[0] for c in cols]
+            prev[r.get("size")] = r
     if not order:
         raise Bad("no row matches")
     gpus = [g for g, _ in sel]
