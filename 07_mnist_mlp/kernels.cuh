@@ -1,25 +1,39 @@
-/* Chapter 07: the kernels of an MLP training step that no earlier chapter teaches.
+/* Chapter 07: the kernels of an MLP training step that no earlier chapter teaches, and
+ * where each of them lives.
  *
  * The matrix products come from chapter 05 (sgemm_naive, sgemm_best), the transposes of
  * the unfused trainers from chapter 02, the warp-level sums from chapter 03 and the
- * grid-stride float4 pattern (with its grid size, vadd_grid) from chapter 01. What is
- * here is what an MLP needs besides those:
+ * grid-stride float4 pattern (with its grid size, vadd_grid) from chapter 01: this file
+ * includes them. What the chapter adds besides those:
  *
  *   every trainer:
  *     mlp_gather            batch rows of the resident data set, normalized (+ transposed
- *                           copy): kernels_batch.cuh, with the batch's types
- *   unfused, one job per kernel (the naive trainer and its first steps): kernels_unfused.cuh
- *   fused (the optimized trainer):
+ *                           copy): part1_fused/02_batch_gather.cuh, with the batch's types
+ *   unfused, one job per kernel (the naive trainer and its first steps):
+ *                           part1_fused/01_unfused_kernels.cuh
+ *   fused (the fused step, here):
  *     mlp_output_layer      a1 = relu(z1 + b1) on the fly, z2 = a1 W2 + b2, softmax, loss,
  *                           dz2 and db2 in one kernel
  *     mlp_hidden_backward   a1 again on the fly, dz1 = relu'(z1 + b1) * (dz2 W2^T),
  *                           dW2 += a1^T dz2, db1 += sum dz1
  *     mlp_update_and_gather w -= lr v; v *= mu over all parameters at once, float4, and in
  *                           the same grid the gather of the next step's batch
+ *   optimized (and bf16):
+ *     mlp_backward_sgd      the backward pass and the update in one kernel:
+ *                           part1_fused/08_backward_kernel.cuh (its SGD steps in
+ *                           08_backward_kernel_sgd.cuh, its bf16 product in
+ *                           part2_tensor_cores/02_bf16_backward_mma.cuh)
+ *   tensor cores (tf32, bf16):
+ *     mlp_update_tc         the update that also writes W1's low-precision transposed copy:
+ *                           part2_tensor_cores/01_tc_kernels.cuh
+ *   persistent trainers:
+ *     mlp_persistent        a whole epoch in one launch: part4_persistent/09_kernel.cuh
+ *                           (its parts in part4_persistent/01_ to 08_)
  *
  * The gather and the hidden backward are templates on how they store the operands of the
  * next matrix product (MlpFp32 here: fp32, as computed); the tensor-core trainers store them
- * in bf16 or rounded to TF32, dz1 transposed (kernels_tc.cuh, which also has their update).
+ * in bf16 or rounded to TF32, dz1 transposed (part2_tensor_cores/01_tc_kernels.cuh, which
+ * also has their update).
  *
  * The fused trainer keeps no separate gradient: the velocity v of SGD with momentum is
  * the buffer the gradient is accumulated into. Each step's update leaves v = mu v, then
@@ -34,10 +48,10 @@
 #include "02_thread_indexing/kernels.cuh"
 #include "03_reduction/kernels.cuh"
 #include "05_matmul_tiled/kernels.cuh"
-#include "idx.h"
-#include "kernels_batch.cuh"
-#include "lowp.h"
-#include "reference.h"
+#include "07_mnist_mlp/driver/idx.h"
+#include "07_mnist_mlp/part1_fused/02_batch_gather.cuh"
+#include "07_mnist_mlp/part2_tensor_cores/01_roundings.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 /* ------------------------------------------------------------------ fused kernels */
 
@@ -188,7 +202,7 @@ static inline void launch_output_layer(const float *z1, const float *b1, const f
 #define MLP_BACK_MAX_ROWS 32
 #define MLP_BACK_THREAD_ROWS (MLP_BACK_MAX_ROWS / MLP_BACK_GROUPS)
 
-/* The tensor-core trainers' dz1t (lowp.h): a thread's `count` values of hidden unit j,
+/* The tensor-core trainers' dz1t (part2_tensor_cores/01_roundings.h): a thread's `count` values of hidden unit j,
  * rows row0 .. row0 + count - 1 of the batch, into dst = dz1t + j * rows + row0, rounded:
  * one wide store when the piece is whole and aligned, else one by one. */
 template <typename S>
@@ -292,7 +306,7 @@ static inline void launch_hidden_backward(const float *z1, const float *b1, cons
  * side in one grid.
  *   blocks [gather_blocks, end): every parameter in one float4 grid-stride pass (chapter
  *     01's pattern): w -= lr v, then v *= mu so that the next step's gradient lands on
- *     mu v. The parameter array's length is a multiple of 4 (reference.h pads each
+ *     mu v. The parameter array's length is a multiple of 4 (driver/cpu_reference.h pads each
  *     tensor), so there is no tail.
  *   blocks [0, gather_blocks): the next step's batch, rows order[*cursor ..] (clipped at
  *     n_train: the last batch may be short, and after the last there is none), and

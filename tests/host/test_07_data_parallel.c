@@ -1,4 +1,4 @@
-/* Host test for chapter 07's data-parallel split (07_mnist_mlp/data_parallel_split.h),
+/* Host test for chapter 07's data-parallel split (07_mnist_mlp/part3_data_parallel/01_batch_split.h),
  * which no machine without several GPUs can exercise end to end:
  *   - every image of the epoch lands in exactly one GPU's slice, in the global order, and
  *     each replica's cursor bookkeeping (the fused kernels': batch at the cursor, loss slot
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/data_parallel_split.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/part3_data_parallel/01_batch_split.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 static int failures = 0;
 

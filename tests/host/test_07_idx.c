@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "07_mnist_mlp/idx.h"
+#include "07_mnist_mlp/driver/idx.h"
 
 static int failures = 0;
 

@@ -1,5 +1,5 @@
 /* Host test for chapter 07's tensor-core trainers, the parts that need no GPU
- * (07_mnist_mlp/lowp.h):
+ * (07_mnist_mlp/part2_tensor_cores/01_roundings.h):
  *   - the roundings to bf16, TF32 and fp16 against a brute-force nearest value, ties
  *     included (fp16 also against the compiler's _Float16 where it has one, subnormals and
  *     overflow included); the bf16 packing;
@@ -10,7 +10,7 @@
  *     wide store is whole and 16-byte aligned (at batch 256 all of them are wide);
  *   - the --check tolerances of the tensor-core trainers: a model of such a trainer (its
  *     two steps in fp32 arithmetic, the products' operands rounded as its kernels round
- *     them) against the check's reference (reference.h's steps in double on the same
+ *     them) against the check's reference (driver/cpu_reference.h's steps in double on the same
  *     rounded operands), the check's shapes and learning rate, over many seeds, on data
  *     where every pixel rounds: each error must stay within half its tolerance.
  * Runs in tests/build. */
@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/idx.h"
-#include "07_mnist_mlp/lowp.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/driver/idx.h"
+#include "07_mnist_mlp/part2_tensor_cores/01_roundings.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 #include "common/host.h"
 
 static int failures = 0;
@@ -159,7 +159,7 @@ static void test_split3(void)
 
 /* ------------------------------------------------------------------ transposed copies */
 
-/* The W1 tiles of mlp_update_tc / mlp_make_w1t, their threads' loops as in kernels_tc.cuh:
+/* The W1 tiles of mlp_update_tc / mlp_make_w1t, their threads' loops as in part2_tensor_cores/01_tc_kernels.cuh:
  * every element of W1t written once, with W1's transposed element. */
 static int w1_tiles_transpose(int in, int hidden)
 {
@@ -242,7 +242,7 @@ static void test_transposes(void)
 
 /* ------------------------------------------------------------------ the check's tolerances */
 
-/* The tolerances --check gives the tensor-core trainers, as lowp.h lists them (the
+/* The tolerances --check gives the tensor-core trainers, as part2_tensor_cores/01_roundings.h lists them (the
  * CheckTolerances order: loss, z1, dz2, v(W1) and v(b1), v(W2) and v(b2), parameters). */
 static const double TOLERANCES[6] = {MLP_TC_TOLERANCES};
 static const char *const PRECISION[2] = {"tf32", "bf16"};
@@ -250,7 +250,7 @@ static const char *const WHAT[6] = {"loss", "z1", "dz2", "v(W1),v(b1)", "v(W2),v
 
 typedef float (*Rounding)(float);
 
-/* What --check compares after its epoch of two steps (check.cuh): the mean loss, the last
+/* What --check compares after its epoch of two steps (driver/check.cuh): the mean loss, the last
  * step's z1 without its bias and its dz2, the velocity and the parameters after both. */
 typedef struct {
     double loss;
@@ -296,7 +296,7 @@ static float *to_float(const double *a, size_t n)
     return f;
 }
 
-/* The check's reference: reference.h's steps in double, operands rounded by `rounding`. */
+/* The check's reference: driver/cpu_reference.h's steps in double, operands rounded by `rounding`. */
 static void reference_steps(const Case *c, Rounding rounding, Outcome *o)
 {
     const MlpLayout *l = &c->l;

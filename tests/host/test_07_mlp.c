@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/model_file.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/driver/model_file.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 static int failures = 0;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "07_mnist_mlp/idx.h"
+#include "07_mnist_mlp/driver/idx.h"
 
 /* The class counts of MNIST's training and test labels. */
 static const int TRAIN_COUNTS[10] = {5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949};
