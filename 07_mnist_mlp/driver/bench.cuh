@@ -140,9 +140,8 @@ static void stage_times(Trainer *t, int reps, double *us)
 }
 
 /* Epochs each trainer is timed for: the slow ones need fewer for a stable median. The
- * host-fed `fed` has run its first epochs slower (22, 18, 16 ms once at batch 256), so the
- * fused trainers get five; those that run an epoch as one launch (a graph, or one kernel)
- * all of them. */
+ * host-fed `fed` can run its first epochs slower than the rest, so the fused trainers get
+ * five; those that run an epoch as one launch (a graph, or one kernel) all of them. */
 static int bench_epochs(const Impl *impl, int epochs)
 {
     if (epoch_in_one_launch(impl)) return epochs;

@@ -1,11 +1,9 @@
 /* Chapter 07: the plans of the fused step's two products, chosen by timing them inside a
  * CUDA graph. Chapter 05's model picks a tile and a split count from each product's shape,
- * fitted to products timed one launch at a time, where a launch costs about 2 us and every
- * extra block of a split costs its share. Inside the epoch graph a launch costs about 1 us,
- * and the model's choice is not the fastest there (records/profile_records.txt, section 10: at batch
- * 32, thin_m's 32-row tile split 25 ways beats splitk_8x8's half-empty 64-row one by 0.8 us
- * a step; at batch 256, 13 and 4 K ranges beat the model's 7 and 2 by about 2 us). So, as
- * torch.compile's max-autotune does for its kernels, a trainer times a few plans next to the
+ * fitted to products timed one launch at a time, where a launch costs more and every extra
+ * block of a split costs its share. Inside the epoch graph a launch costs less, and the
+ * model's choice is not always the fastest there: a thinner tile split more ways, or more K
+ * ranges than the model's, can win. So, as torch.compile's max-autotune does for its kernels, a trainer times a few plans next to the
  * model's, each as 20 launches in a row captured in one graph, and keeps the fastest. Any
  * plan computes the same product (only the order of the sums changes), so the choice can
  * only change the time. A product the model gives to gemv, to two launches or to a padded

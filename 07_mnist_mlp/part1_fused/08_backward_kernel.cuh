@@ -3,9 +3,8 @@
  *
  * The fused step (part1_fused/04_fused_steps.cuh) spends three launches after its output layer: the hidden
  * backward (dz1, dW2, db1), chapter 05's dW1 product and the update with the next batch's
- * gather. Inside the epoch graph each costs 4-7 us whatever its size (records/profile_records.txt,
- * section 6): a kernel's ramp, its chain of dependent loads and its drain, not its bytes or
- * FLOPs. Here the three are one kernel. The product it is built around:
+ * gather. Inside the epoch graph each costs a few microseconds whatever its size: a
+ * kernel's ramp, its chain of dependent loads and its drain, not its bytes or FLOPs. Here the three are one kernel. The product it is built around:
  *
  *      dW1 (784 x H)  =  x^T (784 x B)  .  dz1 (B x H)          K = the batch
  *
@@ -24,7 +23,7 @@
  *     has its tile's whole gradient and steps it at once. With several, each block adds its
  *     share into the velocity with chapter 05's 16-byte atomics and takes a ticket (an atomic
  *     count per tile); the block that draws the last ticket knows every share has landed and
- *     steps the tile. A ticket costs a round trip to L2, an extra launch 4-7 us.
+ *     steps the tile. A ticket costs a round trip to L2, far less than an extra launch.
  *   - W2's and b1's gradients are sums over the batch of a1 dz2 and of dz1: the blocks of
  *     the first row of tiles hold them for their units, and the tile's last block (or its
  *     only one) steps W2's rows and b1 for those units; tile 0's also steps b2. But every
@@ -46,11 +45,10 @@
  * (part2_tensor_cores/02_bf16_backward_mma.cuh), and the SGD step of a W1 tile also writes the tile, new
  * values rounded to bf16, into W1t, the forward product's operand (H x 784).
  *
- * Measured on an H100 (records/profile_records.txt, sections 13 and 14), inside a graph: at batch
- * 32 the kernel takes 9.4 us (bf16: 10.2) where the three launches take 13.7 (bf16: 13.4).
- * At batch 256 it takes 30.3 against 24.8 (bf16: 27.0 against 15.1): every row of tiles
- * makes dz1 again for its rows (25 times with 32-row tiles, about 5.8 us), which the three
- * launches do once. part1_fused/08_three_launch_steps.cuh times both and keeps the faster. */
+ * What it costs: every row of tiles makes dz1 again for its rows (25 times with 32-row
+ * tiles), which the three launches do once. At a small batch the launches it saves weigh
+ * more, at a large one the repeated dz1 can: part1_fused/08_three_launch_steps.cuh times
+ * both and keeps the faster. */
 #ifndef CH07_KERNELS_BACKWARD_CUH
 #define CH07_KERNELS_BACKWARD_CUH
 

@@ -64,8 +64,7 @@ static MlpBwdPlan three_tune_kernel(Trainer *t, double *us_out)
 
 /* The backward kernel's plan, and whether the backward runs as it or as three launches:
  * both timed inside a graph, the faster kept. Without timing (--check): the kernel up to
- * batch 128, the launches above (what the timing chose on an H100 at 32 and 256), so
- * that the check's shapes take both. The dW1 product of the three launches has its plan
+ * batch 128, the launches above, so that the check's shapes take both. The dW1 product of the three launches has its plan
  * already: driver/trainer.cuh's tune_products for fp32, tc_init for bf16. */
 template <typename S>
 static void three_choose(Trainer *t)

@@ -21,7 +21,7 @@
  *
  * The one kernel recomputes dz1 in every row of tiles of dW1 (13 to 25 times), which the
  * launches it replaces did once. Where that costs more than the two launches it saves (at
- * batch 256 on an H100, README part two), the backward runs as the fused step's three
+ * large batches), the backward runs as the fused step's three
  * launches instead (hidden backward, chapter 05's dW1 product, update), with x transposed
  * into xt by the gathers and every parameter stepped in place (copy 0 only). Which of the
  * two, the trainer decides by timing both inside a graph when it is made. With the three
@@ -173,10 +173,10 @@ static void three_backward_launches(Trainer *t, int h, int rows, float lr, float
  * b1's gradients, no dz1) and then the gather of batch `next` into *dst. The main stream
  * runs the dW1 product meanwhile, waits for the sums (small_done) before the update, and
  * for the gather (three_join_gather) before the next step. Captured, the events are edges:
- * the branch runs on the SMs the dW1 product and the update leave idle. Riding in the
- * update's grid (as in the fused step), the gather's chain of dependent loads made the
- * update longer; and forked before the forward product, the gather took SMs from the
- * product's blocks (records/profile_records.txt 15, 17). */
+ * the branch runs on the SMs the dW1 product and the update leave idle. Not in the update's
+ * grid (as in the fused step), where the gather's chain of dependent loads makes the update
+ * longer; and not forked before the forward product, where the gather takes SMs from the
+ * product's blocks. */
 template <typename S>
 static void three_branch(Trainer *t, int h, int rows, int next, const MlpBatchOf<S> *dst)
 {
@@ -209,9 +209,9 @@ static bool capturing(void)
 /* Whether the step before batch `next` takes the branch (three_branch): the fp32 three
  * launches, a next batch to gather, and a graph being captured, where the fork and the
  * joins become edges. Outside one (the steps before the capture, the bench's launches one
- * by one) the step is the chain of the fused step, the gather riding in the update, as a
- * stream that had waited for another stream's event outside a capture made every later
- * epoch graph of the process slower (6% at batch 32: records/profile_records.txt 15). */
+ * by one) the step is the chain of the fused step, the gather riding in the update: a
+ * stream that has waited for another stream's event outside a capture leaves every later
+ * epoch graph of the process slower. */
 template <typename S>
 static bool three_beside(const Trainer *t, int next)
 {

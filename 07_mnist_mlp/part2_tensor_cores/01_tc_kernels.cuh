@@ -32,10 +32,10 @@ struct MlpBf16 {
     typedef bf16 T;
     static constexpr bool TC = true;
     /* The GPU's own rounding, cvt.rn.bf16x2.f32: to nearest, ties to even, the same bits as
-       part2_tensor_cores/01_roundings.h's for every finite value, in one instruction for two values. part2_tensor_cores/01_roundings.h's integer
-       rounding, which the host tests share, is five or six instructions a value: in the
-       persistent trainer, whose blocks round 28 K pixels of the batch and their slice of W1
-       every step, it cost 1.9 us of a 17.1 us step (records/persistent_records.txt section 18c). */
+       01_roundings.h's for every finite value, in one instruction for two values.
+       01_roundings.h's integer rounding, which the host tests share, is five or six
+       instructions a value: too many for the persistent trainer, whose blocks round 28 K
+       pixels of the batch and their slice of W1 every step. */
     static __device__ __forceinline__ unsigned pack2(float lo, float hi)
     {
         __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi); /* .x = lo: the low half */

@@ -88,8 +88,8 @@ static __device__ __forceinline__ uint4 pst_ld_peer16(uint32_t addr)
  * (fence.release.sync_restrict::shared::cta, then a relaxed arrive); wait returns once every
  * block has arrived, and acquires what they released. barrier.cluster.arrive's default
  * release (chapter 05's tc_cluster_sync) is a fence at GPU scope (MEMBAR.ALL.GPU in the
- * SASS): 0.47 us a barrier on an H100 with no memory traffic at all, against 0.07 for this
- * (tools/cluster_barriers.cu; records/persistent_records.txt section 29). It is narrower: a block's
+ * SASS), several times this one's cost even with no memory traffic at all
+ * (tools/cluster_barriers.cu measures both). It is narrower: a block's
  * stores into another block's shared memory are not released by it, so they go by st.async
  * (pst_st_async), whose bytes the receiving block's mbarrier counts. */
 static __device__ __forceinline__ void pst_cluster_arrive(void)
@@ -120,8 +120,7 @@ static __device__ __forceinline__ void pst_cluster_sync(void)
  *   4 bytes (bf16)          the value rounded to 16 bits of mantissa (fp32 has 24; z1's
  *                           partial sums crossed the cluster in fp16, 11), its low 8 bits
  *                           replaced by a tag, 1 + number % 255: half the bytes that the
- *                           waiting blocks load from L2, and a step 10.33-10.41 -> 10.18-10.22
- *                           us at batch 256 on an H100 (records/persistent_records.txt section 28).
+ *                           waiting blocks load from L2.
  * A tag comes back every 255 steps, but a word is read only at a step that rewrites it, and
  * what it held before was written a few steps earlier (at step s - 2, or in the last steps of
  * the launch before), never 255; no tag is 0, so the zeros of z2part's memset pass for no

@@ -102,7 +102,7 @@ struct PstProduct;
  * cluster's reduction loads them from the 8 blocks: add one chunk into N floats, pack N
  * floats into one. bf16's partial sums cross the cluster in fp16 (11 significant bits, 3
  * more than the bf16 operands they are made of): half the bytes of fp32, which that
- * reduction's time follows (records/persistent_records.txt section 20a). */
+ * reduction's time follows. */
 template <typename Z>
 struct PstChunk;
 
@@ -158,8 +158,7 @@ static __device__ __forceinline__ void pst_fetch_words(W (&words)[N], const unsi
 /* Byte k of word w as a float, exactly, without a conversion instruction: prmt puts the byte
  * under the exponent of 2^23 (the bits 0x4B0000bb are 2^23 + b) and one subtraction leaves b.
  * The batch's put converts 100-112 pixels a thread every step, and (float)b compiles to I2F,
- * a conversion, which the SM issues at a fraction of the rate of prmt and FADD (the epoch
- * 0.5% faster for fp32, 1.6% for bf16: records/persistent_records.txt section 18c). */
+ * a conversion, which the SM issues at a fraction of the rate of prmt and FADD. */
 static __device__ __forceinline__ float pst_byte_float(unsigned w, int k)
 {
     return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u + (unsigned)k)) - 8388608.0f;

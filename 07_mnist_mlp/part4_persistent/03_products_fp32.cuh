@@ -89,7 +89,7 @@ struct PstProduct<MlpFp32> {
         for (int i = 0; i < 8; i++)
 #pragma unroll
             for (int j = 0; j < 9; j++) acc[i][j] = 0.0f;
-#pragma unroll 2 /* ptxas overlaps the next 4 pixels' loads with these FMAs (records 19c) */
+#pragma unroll 2 /* ptxas overlaps the next 4 pixels' loads with these FMAs */
         for (int q = q0; q < q1; q++) {
             float4 xa[8];
 #pragma unroll
@@ -133,15 +133,12 @@ struct PstProduct<MlpFp32> {
        thread tile of a x b costs a + b wavefronts a warp and row for a b FMA instructions,
        and the SM issues 4 FMA instructions to 1 wavefront. The velocity's tile (4 x 8: 12
        wavefronts for 32 FMAs, and its 8 units at 32-byte strides put threads 0, 4 and 8 of
-       a quarter on the same banks: 20) left the FMA pipe 29% busy (Nsight Compute, this
-       product alone). So the product takes 10 x 9 tiles (19 wavefronts for 90 FMAs: 4.7),
-       a quarter-warp on one pixel group (x: one address, a broadcast) and its 8 unit groups
-       16 bytes apart (no two on the same banks), over a third of the rows each; the thirds'
-       sums meet in x's shared memory (free once the product has read it, and refilled with
-       the next batch after), where the velocity's owners add them in order and step.
-       dW1_step_next_x went from 24.3 to 16.1 us a step at batch 256 on an H200 with 8 x 9
-       tiles over two halves of the rows (208 threads, 4.2 FMAs a wavefront), and to 14.7
-       with these (240 threads). */
+       a quarter on the same banks: 20) would leave the FMA pipe mostly idle. So the product
+       takes 10 x 9 tiles (19 wavefronts for 90 FMAs: 4.7), a quarter-warp on one pixel group
+       (x: one address, a broadcast) and its 8 unit groups 16 bytes apart (no two on the same
+       banks), over a third of the rows each; the thirds' sums meet in x's shared memory
+       (free once the product has read it, and refilled with the next batch after), where
+       the velocity's owners add them in order and step. */
     __device__ __forceinline__ void dw1_step(T *xs, const void *dz1, T *w1s, int ks, int rows, float lr, float mu,
                                              float, float)
     {
@@ -212,8 +209,8 @@ struct PstProduct<MlpFp32> {
 
     /* Batch row r's slice: its image's bytes k0 .. k0 + ks, loaded ahead in the 16-byte words
        that hold them (up to 7; an image's 784 bytes start on 16). Loaded 4 bytes at a time,
-       25 loads a thread filled the load queue: the phase that issues them (small_step) took
-       1.8 us a step at batch 256 against 1.0 now, on an H200. */
+       25 loads a thread would fill the load queue and hold up the phase that issues them
+       (small_step). */
     static __device__ __forceinline__ void fetch(Row &row, const unsigned char *image, int k0, int ks)
     {
         row.skip = (k0 & 15) / 4;

@@ -186,7 +186,7 @@ struct PstProduct<MlpBf16> {
     /* Warpgroup wg's two tiles of the forward with PARTS parts of the K split: each part's
        k-steps (as many in every part: a loop whose count ptxas cannot prove the same across
        the warpgroup serializes every wgmma of the kernel, its warning C7520, and a loop that
-       is not unrolled made the forward 0.5 us slower); a k-step past the part's multiplies x
+       is not unrolled is slower); a k-step past the part's multiplies x
        (finite) by W1's rows past the slice (zeros). */
     template <int PARTS>
     static __device__ __forceinline__ void forward_wgmma(float (&d)[2][36], const uint8_t *x, const T *w1s, int wg,
@@ -301,7 +301,7 @@ struct PstProduct<MlpBf16> {
         tc_fence_regs(flat);
         /* dz1 was stored by the threads of the cluster (the generic proxy), and waited for on
            dz1_full; wgmma reads it through the async proxy: the proxy fence orders the two here,
-           on the reading side (on the storing side, after the stores, it cost 0.5 us a step) */
+           on the reading side (on the storing side, after the stores, it costs more) */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         tc_wgmma_fence();
         /* batch rows k .. k + 15 */

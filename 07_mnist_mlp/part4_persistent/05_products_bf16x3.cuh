@@ -3,8 +3,7 @@
  * what a PstProduct is).
  *
  * fp32's two products are most of its step: 256 x 100 x 72 FMAs each a block, at best 14.4 k
- * cycles of the SM's 128 FMA lanes, 22 k (the forward) and 28 k (dW1) in practice
- * (records/persistent_records.txt section 17). A bf16 tensor-core product does the same sums many
+ * cycles of the SM's 128 FMA lanes, and more in practice. A bf16 tensor-core product does the same sums many
  * times faster, but rounds its operands to 8 significant bits. Two facts make it exact here:
  *
  *   - x = p scale + shift, where p is the pixel, an integer 0..255: exactly a bf16. So

@@ -183,8 +183,7 @@ static __device__ __forceinline__ void pst_store_small(PstShared<S> &sm, const P
 /* Item i of n rows x Q chunks of 16 bytes (a row's partial sums or dz1) as (row r, chunk c):
  * chunk by chunk where the product keeps a chunk's rows together (PstProduct::CHUNK_MAJOR:
  * bf16), so that a warp's 16-byte loads or stores, here or in another block of the cluster,
- * are one run of bytes (row by row, the step took 13.8 us, and 12.2 chunk by chunk:
- * records/persistent_records.txt section 25); row by row otherwise. */
+ * are one run of bytes; row by row otherwise. */
 template <typename S, int Q>
 static __device__ __forceinline__ void pst_item(int i, int n, int &r, int &c)
 {
@@ -197,9 +196,8 @@ static __device__ __forceinline__ void pst_item(int i, int n, int &r, int &c)
 /* The forward's K split (pst_split: batches of 128 rows or fewer) leaves `parts` partial
  * sums of `per` rows; each block adds its own, in part order, into part 0 before the
  * cluster barrier, so that the cluster's reduction loads one part from every block, not
- * `parts` of them. That reduction costs the bytes it moves between SMs: at batch 32 they
- * were 74 KB a block, as many as at 256 (records/persistent_records.txt section 18g). The parts are
- * added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
+ * `parts` of them. That reduction costs the bytes it moves between SMs, which without this
+ * sum would be as many at a small batch as at a large one. The parts are added in fp32, in chunks of 16 bytes (PstChunk: 4 fp32 or 8 fp16 partial sums). */
 template <typename S>
 static __device__ __forceinline__ void pst_sum_parts(typename PstProduct<S>::Z *part, PstSplit sp)
 {
@@ -239,10 +237,9 @@ static __device__ __forceinline__ void pst_z2_chunk(const PstShared<S> &sm, cons
 
 /* z1 of this rank's rows: b1 plus every block's partial sums (in rank order, added in fp32),
  * into own; on the step --check reads, also into z1_last. A thread takes 16 bytes of a row
- * from each block: 4 units in fp32, 8 in bf16's fp16 (1.3 us less a step at batch 256, and
- * the reduction's phase 0.7 us shorter: records/persistent_records.txt section 20a). The 8 blocks'
- * chunks are all loaded before any is added: a load from another SM's shared memory takes
- * hundreds of cycles, and one after another they were most of the phase.
+ * from each block: 4 units in fp32, 8 in bf16's fp16 (half the bytes). The 8 blocks' chunks
+ * are all loaded before any is added: a load from another SM's shared memory takes hundreds
+ * of cycles, and one after another they would be most of the phase.
  * bf16 (two buffers of x) also starts z2's share here, from the 8 units the thread holds:
  * relu(z1) . W2 over them, 10 sums, into z2_parts (chunk c, row, class); pst_z2_share_sum
  * adds the chunks. fp32 and bf16x3 have no room for z2_parts: pst_z2_share. */
@@ -301,8 +298,7 @@ static __device__ __forceinline__ void pst_z2_share(const PstShared<S> &sm, cons
 /* bf16: the cluster's share of z2 for this rank's rows, its chunks' parts (pst_reduce_z1)
  * added in chunk order, into z2part with step s's number (stamp). Where pst_z2_share reads
  * z1 back and runs 72 FMAs a (row, class) in four chains, 144 loads from shared memory each,
- * this is 9 loads and adds: the phase 2.5 -> 2.2 us a step at batch 256 on an H100
- * (records/persistent_records.txt section 27). */
+ * this is 9 loads and adds. */
 template <typename S>
 static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, const PstArgs &a, PstOwn o, int group,
                                                         int groups, int buf, int stamp)
@@ -324,9 +320,9 @@ static __device__ __forceinline__ void pst_z2_share_sum(const float *z2_parts, c
 /* W2, b1 and b2 stepped by the sums of the 8 blocks' shares, added in rank order: each
  * rank steps its eighth of them (pst_small_range), one element a thread, and stores the new
  * weight into every block of the cluster (itself included), so that all copies stay the
- * same; the velocity stays with the rank that steps it. Every rank stepping every element,
- * as before, loaded all 8 shares of all 802: 22 KB from the other SMs' shared memory a block
- * and step, against 2.8 KB now (and 2.8 KB of stores, which do not wait for an answer). The
+ * same; the velocity stays with the rank that steps it. Every rank stepping every element
+ * would load all 8 shares of all 802: 22 KB from the other SMs' shared memory a block and
+ * step, against 2.8 KB this way (and 2.8 KB of stores, which do not wait for an answer). The
  * stores are st.async, counted on each block's small_full, which the next step waits for
  * before reduce_z1_z2 reads W2 (pst_exchanges_expect). */
 template <typename S>
@@ -354,7 +350,7 @@ static __device__ __forceinline__ void pst_step_small(PstShared<S> &sm, float lr
 
 /* What crosses into another block's shared memory in a training step goes by st.async, and
  * the receiving block waits on an mbarrier for every byte of it (pst_cluster_arrive says
- * why no cluster barrier does that now):
+ * why no cluster barrier does that):
  *   dz1_full    dz1 of the batch's rows, padded to the product's 16 (pst_backward_small),
  *               16 bytes a store: waited for before the dW1 product
  *   small_full  the 802 new small weights, one float each (pst_step_small): waited for at

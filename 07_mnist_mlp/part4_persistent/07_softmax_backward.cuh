@@ -21,12 +21,11 @@
  * and (training) dz2 = (p - onehot) / rows in place of z2: 8 lanes a row, lane l with
  * classes l and l + 8 (lanes 2-7 have one), so that a warp does four rows at once with
  * shuffles three deep (the maximum and argmax, the sum of the exponentials, the label's
- * logit). A warp a row, as the output layer does it (kernels.cuh), left each warp four rows
- * to do one after the other at batch 256, chains of shuffles five deep that nothing else
- * hid. Only cluster 0 counts the loss and the correct rows (every cluster computes the same).
- * dz2 takes one division a row, e x (1 / (sum x rows)), where (e / sum - onehot) / rows took
- * two an element, on the phase's chain of dependent instructions (records/persistent_records.txt
- * section 26). */
+ * logit). A warp a row, as the output layer does it (kernels.cuh), would leave each warp four
+ * rows to do one after the other at batch 256, chains of shuffles five deep that nothing
+ * else hides. Only cluster 0 counts the loss and the correct rows (every cluster computes the
+ * same). dz2 takes one division a row, e x (1 / (sum x rows)), where (e / sum - onehot) /
+ * rows would take two an element, on the phase's chain of dependent instructions. */
 template <typename S>
 static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows,
                                                         int group, bool record)
@@ -79,8 +78,8 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
 
 /* Cluster 0's blocks: the step's loss (training) or the test pass's loss and correct rows,
  * from the warps' slots, in warp order. A shared-memory float atomicAdd compiles to a loop
- * of compare-and-swap (ATOMS.CAST.SPIN): one a row, 32 of them on one word, cost cluster 0's
- * blocks about 0.9 us a step (records/persistent_records.txt section 18d). */
+ * of compare-and-swap (ATOMS.CAST.SPIN): one a row, 32 of them on one word, would hold up
+ * cluster 0's blocks every step. */
 template <typename S>
 static __device__ __forceinline__ void pst_loss_sum(const PstShared<S> &sm, const PstArgs &a, int s)
 {
@@ -96,8 +95,8 @@ static __device__ __forceinline__ void pst_loss_sum(const PstShared<S> &sm, cons
  * the same sums), into sm.dz2. Every thread loads the shares of its (row, class) pairs (at
  * most 2 x 15) all at once, and loads again those whose step number is not yet `stamp`,
  * until it has them all: the shares are the barrier between the clusters. A grid barrier
- * before them (a fence, an atomic on one count, acquire loads until all 120 blocks had
- * arrived, then these loads) cost two more round trips to L2 a step. A share of step s is
+ * before them (a fence, an atomic on one count, acquire loads until all 120 blocks have
+ * arrived, then these loads) would cost two more round trips to L2 a step. A share of step s is
  * never taken for step s + 2, which reuses its buffer (the numbers differ), and is not
  * overwritten before it is read: the block that stores step s + 2's share has read step
  * s + 1's from every block of its rank, whose values depend, through W1's step, on what
@@ -112,8 +111,7 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
     const typename Sh::W *in = pst_share_at<S>(a, buf, groups, 0, o.r0) + threadIdx.x;
     /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
        that the loop below tests one number a slot and nothing else: a pass is about 100
-       instructions, where three tests a slot made it about 500, which cost 1.2-1.5 us a
-       step at batch 32 (records/persistent_records.txt section 19a). */
+       instructions, where three tests a slot would make it about 500. */
     const unsigned key = Sh::key(stamp);
     const typename Sh::W none = Sh::word(0.0f, key);
     typename Sh::W share[MINE][G];
@@ -153,9 +151,9 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
  * in one pass over the rows: thread (u, g) holds W2's row u in registers and takes rows
  * g, g + 3, ... (PST_ROW_GROUPS = 3 groups of 72 threads), and each row's dz2, loaded once
  * (the same words for the whole group: a broadcast), serves both gW2's ten sums and dz1's
- * dot product. One thread a (u, c) pair, as before, loaded z1 and dz2 again for every one
- * of the ten sums and dz1's twenty operands for every row: about three times the loads from
- * shared memory. Groups 1 and 2 leave their sums in gsplit; pst_backward_small adds them to
+ * dot product. One thread a (u, c) pair would load z1 and dz2 again for every one of the
+ * ten sums and dz1's twenty operands for every row: about three times the loads from shared
+ * memory. Groups 1 and 2 leave their sums in gsplit; pst_backward_small adds them to
  * group 0's, in group order. */
 template <typename S>
 static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, PstOwn o)
@@ -189,13 +187,12 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
 /* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of
  * the block's rows stored into every block's part, where the dW1 product reads all the
  * batch's (bf16: rounded), and last the row groups' sums of gW2 and gb1, added while those
- * stores travel (they came first before: records/persistent_records.txt section 26). Stores to
+ * stores travel. Stores to
  * another SM's shared memory do not wait for an answer, as loads from it would; they are
  * st.async, and each block waits on its dz1_full for all of them before its dW1 product
  * (pst_exchanges_expect). They land on the partial sums of the same rows,
  * which this block alone has read, in pst_reduce_z1 (pst_dz1_on_part_rows). A store is 16
- * bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores, twice as many, made the epoch 0.3%
- * slower (records/persistent_records.txt section 20b). The rows past the batch up to the next
+ * bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores would be twice as many. The rows past the batch up to the next
  * multiple of 16, which bf16's product reads, are cleared by each block in its own part. */
 template <typename S>
 static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)

@@ -29,7 +29,7 @@ static __device__ __forceinline__ void pst_bf16_chunk(const unsigned char *from,
  * i where order is NULL) as row i, every pixel p as bf16(p * scale + shift), normalized as
  * every persistent trainer does (one FMA) and rounded to nearest (cvt.rn). With the rows in
  * the order the steps take them, a block's slice of a batch is one box of a 2-D tensor
- * map, one request, where rows from 256 images are 256 (records/persistent_records.txt section 24).
+ * map, one request, where rows from 256 images are 256.
  * A block takes 32 rows at a time: their images first (one load a row, from the host's
  * pinned memory when the order is the next epoch's, still there: pst_next_rows), also
  * copied to order_copy if it is not NULL; then 8 pixels (16 bytes) a thread. */
@@ -57,8 +57,8 @@ __global__ void pst_bf16_rows(const unsigned char *pixels, const int *order, int
 
 /* The image of thread r's batch row at step s, or -1 past the epoch or the batch. The
  * kernel loads it right after reduce_z1_z2 of step s - 1, two phases before it fetches
- * the row's pixels (small_step), which need it: loaded there, it made small_step wait for one
- * more round trip to memory (records/persistent_records.txt section 18a). */
+ * the row's pixels (small_step), which need it: loaded there, it would make small_step wait
+ * for one more round trip to memory. */
 static __device__ __forceinline__ int pst_image(const PstArgs &a, int s)
 {
     int r = threadIdx.x;
@@ -106,9 +106,8 @@ static __device__ __forceinline__ void pst_copy_batch(PstShared<S> &sm, typename
 
 /* bf16: step s's rows, the boxes pst_copy_batch will copy, asked of L2 two steps ahead, so
  * that its copy finds them there and not in DRAM (the epoch's rows, 94 MB, are more than L2
- * holds): one cluster a step (s modulo the clusters), each block its own two boxes. Every
- * block asking for its boxes of every step made the epoch 5% slower; one step ahead, no
- * faster; two, 1% faster at batch 256 on an H100 (records/persistent_records.txt section 28). */
+ * holds): one cluster a step (s modulo the clusters), each block its own two boxes; every
+ * block asking for its boxes of every step would flood L2 with requests. */
 static __device__ __forceinline__ void pst_prefetch_batch(const PstArgs &a, int s, int k0, int group, int groups)
 {
     typedef PstProduct<MlpBf16> B;

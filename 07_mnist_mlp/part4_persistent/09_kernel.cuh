@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
        one during the step: its rows, in bf16 and in the epoch's order (part4_persistent/10_persistent_steps.cuh),
        are two boxes of a tensor map, which one thread asks the TMA unit to copy just before
        the dW1 product; they land during it and are waited for at the step's end, so that the
-       next forward follows at once (records/persistent_records.txt sections 22, 24 and 25). With one
+       next forward follows at once. With one
        buffer (fp32, bf16x3: no room for two), the loads are issued in small_step and the put
        follows the dW1 product, which reads x until its end. */
     for (int s = 0; s < a.steps; s++) {
@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         __syncthreads();
         PST_STAMP(PST_REDUCE);
         /* z2_shares: they are the barrier between the clusters */
-        /* with one buffer, the index is loaded here: live through the forward, fp32's spill grew 8 -> 16 bytes */
+        /* with one buffer, the index is loaded here, not live through the forward, where
+           fp32's registers are all in use */
         if (!TWO_BUFFERS) ahead = pst_image(a, s + 1);
         const bool next = s + 1 < a.steps;
         pst_z2_shares(sm, a, o, groups, buf, (int)(a.stamp0 + s + 1));

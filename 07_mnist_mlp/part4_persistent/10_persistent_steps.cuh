@@ -156,8 +156,7 @@ static void pst_launch(const Trainer *t, PstArgs a)
 /* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into
  * rows (and the order into order_copy, if not NULL), on the trainer's stream. The test
  * set's once, when the trainer is made; the training set's for every epoch, in the epoch's
- * order (94 MB written, 47 MB read: 53 us on the whole of an H100, records/persistent_records.txt
- * section 26g), during the epoch before (pst_next_rows: `early`, a programmatic dependent
+ * order (94 MB written, 47 MB read), during the epoch before (pst_next_rows: `early`, a programmatic dependent
  * launch) or, for the first, before it. */
 static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int *order_copy,
                           int images, bf16 *rows, int early)
@@ -306,16 +305,15 @@ static void pst_epoch(Trainer *t)
 
 /* bf16 (StepFamily's next_order_drawn): the next epoch's order and rows, written while this
  * epoch trains, into the other buffers, so that neither is on the next epoch's path before
- * its launch (the order's upload took 10-20 us there). The persistent kernel holds 120 SMs
+ * its launch. The persistent kernel holds 120 SMs
  * (15 clusters of 8 at H = 1024), and the rows kernel, launched after it on the same
  * stream, takes the GPU's others (12 on an H100 or H200): a programmatic dependent launch,
  * which may start once every block of the kernel before it has executed
  * griddepcontrol.launch_dependents (mlp_persistent does at its start). It reads the order
  * from the host's pinned memory, where run_epoch drew it, and copies it for the next
  * launch. The next launch on the stream waits for it as for any kernel before, and so does
- * the end of this epoch. (A second stream for the rows ran them alongside as well, but left
- * every launch after it slower, three-launch trainers 3-5% an epoch, for the rest of the
- * process: records/persistent_records.txt section 27.) */
+ * the end of this epoch. (A second stream for the rows would run them alongside as well, but
+ * leaves every launch after it slower for the rest of the process.) */
 static void pst_next_rows(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
@@ -418,10 +416,9 @@ static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int
 /* bf16: checked as part2_tensor_cores/01_tc_steps.cuh's step is (TC_TOLERANCES: against CPU steps on the same
  * rounded operands: x and W1 in the forward product, x and dz1 in dW1), with z1's sums
  * rounded where the kernel rounds them (pst_bf16_z1_sum). z2's shares, which cross L2 with
- * 16 bits of mantissa (PstShares: 2^-17 of a share at most), are not rounded here: with them
- * --check's worst errors grew (dz2 3.1e-5 -> 7.6e-5; v(W1) 1.9e-5 -> 3.2e-4, the size of a
- * ReLU flip in the second step) and stay 6x or more inside the tolerances
- * (records/persistent_records.txt section 28). */
+ * 16 bits of mantissa (PstShares: 2^-17 of a share at most), are not rounded here: what they
+ * add to --check's errors (at worst a ReLU flip in the second step) stays well inside the
+ * tolerances. */
 static const StepFamily PERSISTENT_BF16_STEPS = {
     .fused = 0, .capturable = 0,
     .create = pst_create<MlpBf16>, .destroy = pst_destroy,

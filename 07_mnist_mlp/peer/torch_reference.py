@@ -17,7 +17,7 @@ parameter and momentum buffer in one kernel:
                matmuls); the optimizer step stays outside. Then the whole epoch in one
                CUDA graph, as epoch_graph. Only the full batch is compiled: the epoch's one
                last partial batch runs the uncompiled step inside the same graph (a second
-               max-autotune compile would cost about 45 s of a bench run for 1 step in 235).
+               max-autotune compile would cost as long again, for 1 step in 235).
                In fp32 the matmuls stay cuBLAS's (max_autotune_gemm_backends "ATEN"): the
                Triton fp32 templates fail to compile on an H100 with this PyTorch ("No valid
                triton configs", out of shared memory), and without TF32 they would be

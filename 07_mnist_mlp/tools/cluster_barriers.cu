@@ -4,22 +4,21 @@
  * times; it prints the time a loop (events, the median of 3 launches):
  *
  *   release       two cluster barriers a loop, arrive.release and wait.acquire, each
- *                 .aligned (the persistent trainers' barriers as they were): MEMBAR.ALL.GPU
- *                 before the arrive in the SASS
+ *                 .aligned: MEMBAR.ALL.GPU before the arrive in the SASS
  *   release_any   the same without .aligned (chapter 05's tc_cluster_sync)
  *   acq_rel       fence.acq_rel.cluster, then a relaxed arrive (the same fence: as costly)
  *   cta_release   fence.release.sync_restrict::shared::cta.cluster, then a relaxed arrive
  *                 (pst_cluster_arrive: it releases the block's own shared memory only)
  *   relaxed       a relaxed arrive alone, no ordering at all (not enough for the trainer)
- *   exchange_release   the step's two exchanges as the trainers had them: 36 KB of fp16
+ *   exchange_release   the step's two exchanges with release barriers: 36 KB of fp16
  *                 partial sums written, a barrier, each block pulling its 32 rows' sums from
  *                 all 8 (8 loads of 16 bytes a chunk), then its rows of dz1 stored into all 8
  *                 blocks' shared memory, a barrier (both .release)
  *   exchange_st_async  the same with pst_cluster_arrive's barriers, and dz1 as st.async
  *                 counted on an mbarrier in each receiving block, waited for after the barrier
- *                 (what part4_persistent/09_kernel.cuh does now)
+ *                 (what part4_persistent/09_kernel.cuh does)
  * The values are arbitrary: what is measured is the time (mnist_mlp --check checks the
- * trainers). records/persistent_records.txt section 29 is what it measured.
+ * trainers).
  *
  *   make cluster_barriers && ./tools/cluster_barriers --reps 20000
  *

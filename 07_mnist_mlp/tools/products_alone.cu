@@ -14,8 +14,7 @@
  *   ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:product_alone \
  *       --section WarpStateStats ./tools/products_alone --kernel fp32_dw1
  *
- * records/persistent_records.txt sections 16, 17 and 21 are what it measured. Needs sm_90 (227 KB of shared
- * memory a block); elsewhere it says so and exits 0. */
+ * Needs sm_90 (227 KB of shared memory a block); elsewhere it says so and exits 0. */
 #include "common/cuda_utils.cuh"
 #include "07_mnist_mlp/part4_persistent/06_phases.cuh"
 
