@@ -77,9 +77,10 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     } else {
         mlp_init(p0, &l, o->seed);
     }
-    printf("training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
-           f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum, f->epochs,
-           n_train, o->seed);
+    printf(
+        "training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
+        f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum,
+        f->epochs, n_train, o->seed);
     TrainResult r = {0.0, 0.0, 0, 0};
     int failed = 0;
     if (f->gpus) { /* part3_data_parallel/04_dp_epochs.cuh: p0 becomes the trained parameters */
@@ -89,9 +90,11 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     } else {
         char why[200];
         if (impl_unsupported(impl, f->hidden, batch, why, sizeof why))
-            cli_fail(&SPEC, "--impl %s cannot train H = %d in batches of %d here: %s", impl->name, f->hidden, batch, why);
+            cli_fail(&SPEC, "--impl %s cannot train H = %d in batches of %d here: %s", impl->name,
+                     f->hidden, batch, why);
         Trainer t;
-        trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std, o->seed);
+        trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std,
+                       o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         r = train(&t, f->epochs, info->name, d->name, f->epoch_csv);
         CUDA_CHECK(cudaMemcpy(p0, t.params, l.total * sizeof(float), cudaMemcpyDeviceToHost));
@@ -107,7 +110,8 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     }
     free(p0);
     if (f->min_accuracy > 0.0 && r.accuracy < f->min_accuracy) {
-        fprintf(stderr, "test accuracy %.2f%% is below --min-accuracy %.2f%%\n", r.accuracy, f->min_accuracy);
+        fprintf(stderr, "test accuracy %.2f%% is below --min-accuracy %.2f%%\n", r.accuracy,
+                f->min_accuracy);
         return 1;
     }
     return failed;
@@ -122,7 +126,9 @@ static int data_parallel_check_bench(const Options *o, const DeviceInfo *info, c
     if (o->check) failures += dp_check(o);
     if (o->bench) failures += dp_bench(o, info, d);
 #else
-    (void)o; (void)info; (void)d;
+    (void)o;
+    (void)info;
+    (void)d;
 #endif
     return failures;
 }
@@ -134,7 +140,8 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &SPEC, &o);
     if (FLAGS.impl) o.kernel = FLAGS.impl;
     if (FLAGS.train && !FLAGS.impl && o.kernel && strchr(o.kernel, ','))
-        cli_fail(&SPEC, "--train trains one trainer: give one --impl (or one --kernel), not a list");
+        cli_fail(&SPEC,
+                 "--train trains one trainer: give one --impl (or one --kernel), not a list");
     if (FLAGS.train && o.check && o.bench) o.check = o.bench = 0; /* --train alone: train only */
     if (FLAGS.train && FLAGS.load && FLAGS.epochs == 0 && FLAGS.save)
         cli_fail(&SPEC, "--save with --epochs 0 would only copy the --load file");
@@ -147,19 +154,24 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
     int max_batch = FLAGS.batch;
-    for (int s = 0; s < o.nsizes; s++) max_batch = o.sizes[s].dim[0] > max_batch ? (int)o.sizes[s].dim[0] : max_batch;
-    require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000), "the trainer");
+    for (int s = 0; s < o.nsizes; s++)
+        max_batch = o.sizes[s].dim[0] > max_batch ? (int)o.sizes[s].dim[0] : max_batch;
+    require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000),
+                          "the trainer");
 
     int failures = 0;
-    if (FLAGS.gpus) failures += data_parallel_check_bench(&o, &info, &d);
-    else if (o.check) failures += run_checks(&o);
+    if (FLAGS.gpus)
+        failures += data_parallel_check_bench(&o, &info, &d);
+    else if (o.check)
+        failures += run_checks(&o);
     if (o.bench && !FLAGS.gpus) {
         if (o.nsizes == 0) {
             failures += bench_batch(&o, &info, &d, 256, FLAGS.hidden);
             failures += bench_batch(&o, &info, &d, 32, FLAGS.hidden);
         }
         for (int s = 0; s < o.nsizes; s++)
-            failures += bench_batch(&o, &info, &d, (int)o.sizes[s].dim[0], o.sizes[s].ndims > 1 ? (int)o.sizes[s].dim[1] : FLAGS.hidden);
+            failures += bench_batch(&o, &info, &d, (int)o.sizes[s].dim[0],
+                                    o.sizes[s].ndims > 1 ? (int)o.sizes[s].dim[1] : FLAGS.hidden);
     }
     if (FLAGS.train) failures += train_one(&o, &info, &d);
     idx_free(&d.train);

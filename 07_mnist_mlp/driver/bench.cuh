@@ -28,13 +28,15 @@ static const char *peer_precision(const char *kernel)
 static int csv_split(char *line, char **fields, int max)
 {
     int n = 0;
-    for (char *tok = strtok(line, ",\n"); tok && n < max; tok = strtok(NULL, ",\n")) fields[n++] = tok;
+    for (char *tok = strtok(line, ",\n"); tok && n < max; tok = strtok(NULL, ",\n"))
+        fields[n++] = tok;
     return n;
 }
 
 /* PyTorch's fastest configuration at this batch size in this precision (NULL: any) from the
  * peer CSV: its epoch time (0 if there is none) and its name into name[len]. */
-static double peer_fastest(const char *path, int batch, const char *precision, char *name, size_t len)
+static double peer_fastest(const char *path, int batch, const char *precision, char *name,
+                           size_t len)
 {
     FILE *f = path ? fopen(path, "r") : NULL;
     double best = 0.0;
@@ -43,7 +45,8 @@ static double peer_fastest(const char *path, int batch, const char *precision, c
     char line[512];
     while (fgets(line, sizeof line, f)) {
         char *fields[11];
-        if (csv_split(line, fields, 11) != 11 || strcmp(fields[1], CHAPTER) || strncmp(fields[2], "torch_", 6) || atoi(fields[4]) != batch)
+        if (csv_split(line, fields, 11) != 11 || strcmp(fields[1], CHAPTER) ||
+            strncmp(fields[2], "torch_", 6) || atoi(fields[4]) != batch)
             continue;
         if (precision && strcmp(peer_precision(fields[2]), precision)) continue;
         double ms = atof(fields[5]);
@@ -63,7 +66,8 @@ static double epoch_csv_accuracy(const char *path, const char *impl, int batch, 
     char line[512];
     while (fgets(line, sizeof line, f)) {
         char *fields[8];
-        if (csv_split(line, fields, 8) == 8 && !strcmp(fields[1], impl) && atoi(fields[3]) == batch && atoi(fields[4]) >= *epochs)
+        if (csv_split(line, fields, 8) == 8 && !strcmp(fields[1], impl) &&
+            atoi(fields[3]) == batch && atoi(fields[4]) >= *epochs)
             *epochs = atoi(fields[4]), acc = atof(fields[6]);
     }
     fclose(f);
@@ -86,9 +90,11 @@ static int bench_against_peer(int batch, const TrainResult *res)
         if (res[k].median_ms <= 0.0 || strcmp(IMPLS[k].role, "optimized")) continue;
         double ms = peer_fastest(f->peer, batch, IMPLS[k].precision, name, sizeof name);
         if (ms <= 0.0) continue;
-        printf("  %s: %.2fx faster than PyTorch's fastest %s configuration (%s, %.2f ms)", IMPLS[k].name,
-               ms / res[k].median_ms, IMPLS[k].precision, name, ms);
-        if (strcmp(name, any_name)) printf("; %.2fx its fastest in any precision (%s, %.2f ms)", any_ms / res[k].median_ms, any_name, any_ms);
+        printf("  %s: %.2fx faster than PyTorch's fastest %s configuration (%s, %.2f ms)",
+               IMPLS[k].name, ms / res[k].median_ms, IMPLS[k].precision, name, ms);
+        if (strcmp(name, any_name))
+            printf("; %.2fx its fastest in any precision (%s, %.2f ms)", any_ms / res[k].median_ms,
+                   any_name, any_ms);
         printf("\n");
         int epochs = 0;
         double acc = epoch_csv_accuracy(f->epoch_csv, name, batch, &epochs);
@@ -97,14 +103,18 @@ static int bench_against_peer(int batch, const TrainResult *res)
         if (res[k].epochs >= 10 && epochs >= 10 && batch == 256)
             failed += !report_check(what, size, fabs(res[k].accuracy - acc), 0.3);
         else
-            printf("  %s: %.2f%% vs %.2f%% (%d and %d epochs)\n", what, res[k].accuracy, acc, res[k].epochs, epochs);
+            printf("  %s: %.2f%% vs %.2f%% (%d and %d epochs)\n", what, res[k].accuracy, acc,
+                   res[k].epochs, epochs);
     }
     return failed;
 }
 
 /* A step's launches timed one by one (median of --reps runs each), to see where a step's
  * time goes: the family says what they are and runs each alone. */
-typedef struct { Trainer *t; int stage; } StageCtx;
+typedef struct {
+    Trainer *t;
+    int stage;
+} StageCtx;
 
 static void run_stage(void *p)
 {
@@ -112,10 +122,14 @@ static void run_stage(void *p)
     c->t->impl->family->stages->run(c->t, c->stage);
 }
 
-static void stage_csv_row(const char *path, const char *gpu, int batch, const char *impl, const char *stage, double us)
+static void stage_csv_row(const char *path, const char *gpu, int batch, const char *impl,
+                          const char *stage, double us)
 {
     FILE *f = fopen(path, "a");
-    if (!f) { fprintf(stderr, "cannot open %s for appending\n", path); exit(1); }
+    if (!f) {
+        fprintf(stderr, "cannot open %s for appending\n", path);
+        exit(1);
+    }
     if (ftell(f) == 0) fprintf(f, "gpu,batch,impl,launch,us\n");
     fprintf(f, "%s,%d,%s,%s,%.3f\n", gpu, batch, impl, stage, us);
     fclose(f);
@@ -125,7 +139,8 @@ static void stage_times(Trainer *t, int reps, double *us)
 {
     const StepStages *stages = t->impl->family->stages;
     if (stages->count > MAX_STAGES) {
-        fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n", t->impl->name, MAX_STAGES);
+        fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n",
+                t->impl->name, MAX_STAGES);
         exit(1);
     }
     if (stages->measure) {
@@ -162,7 +177,8 @@ static void stage_csv_rows(const DeviceInfo *info, int batch, int n_train, const
     const StepStages *stages = IMPLS[k].family->stages;
     if (!FLAGS.stage_csv || stage_us[k][0] <= 0.0) return;
     for (int st = 0; st < stages->count; st++)
-        stage_csv_row(FLAGS.stage_csv, info->name, batch, IMPLS[k].name, stages->names[st], stage_us[k][st]);
+        stage_csv_row(FLAGS.stage_csv, info->name, batch, IMPLS[k].name, stages->names[st],
+                      stage_us[k][st]);
     stage_csv_row(FLAGS.stage_csv, info->name, batch, IMPLS[k].name, "step_in_epoch_graph",
                   step_in_epoch_us(res, k, n_train, batch));
 }
@@ -173,13 +189,15 @@ static void stage_csv_rows(const DeviceInfo *info, int batch, int n_train, const
  * precision (optimized against cublas); a tensor-core trainer against the fp32 trainer it
  * comes from, at least 3x faster and within 0.2 points. Returns 1 if the accuracy check
  * failed. */
-static int bench_versus(const Options *o, int batch, int n_train, const char *size, const TrainResult *res,
-                        double (*stage_us)[MAX_STAGES], int a, int b)
+static int bench_versus(const Options *o, int batch, int n_train, const char *size,
+                        const TrainResult *res, double (*stage_us)[MAX_STAGES], int a, int b)
 {
     const StepStages *stages = IMPLS[a].family->stages;
     int lower = strcmp(IMPLS[a].precision, IMPLS[b].precision) != 0;
-    if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 && stages->names == IMPLS[b].family->stages->names) {
-        printf("\none step, launch by launch (us, median of %d single launches), batch %d\n", o->reps, batch);
+    if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 &&
+        stages->names == IMPLS[b].family->stages->names) {
+        printf("\none step, launch by launch (us, median of %d single launches), batch %d\n",
+               o->reps, batch);
         printf("%-18s %12s %12s\n", "launch", IMPLS[a].name, IMPLS[b].name);
         for (int st = 0; st < stages->count; st++)
             printf("%-18s %12.2f %12.2f\n", stages->names[st], stage_us[a][st], stage_us[b][st]);
@@ -188,18 +206,20 @@ static int bench_versus(const Options *o, int batch, int n_train, const char *si
             int k = pair[i];
             double sum = 0.0;
             for (int st = 0; st < stages->count; st++) sum += stage_us[k][st];
-            printf("  %s: the launches add up to %.1f us; a step of the epoch took %.1f us\n", IMPLS[k].name, sum,
-                   step_in_epoch_us(res, k, n_train, batch));
+            printf("  %s: the launches add up to %.1f us; a step of the epoch took %.1f us\n",
+                   IMPLS[k].name, sum, step_in_epoch_us(res, k, n_train, batch));
         }
     }
     int failed = 0;
     if (res[a].median_ms > 0.0 && res[b].median_ms > 0.0) {
-        const char *target = lower ? " (target <= 1/3)" : !strcmp(IMPLS[b].role, "ceiling") ? " (target <= 1.5)" : "";
-        printf("  %s / %s epoch time %.2fx%s\n", IMPLS[a].name, IMPLS[b].name, res[a].median_ms / res[b].median_ms,
-               target);
+        const char *target = lower                               ? " (target <= 1/3)"
+                             : !strcmp(IMPLS[b].role, "ceiling") ? " (target <= 1.5)"
+                                                                 : "";
+        printf("  %s / %s epoch time %.2fx%s\n", IMPLS[a].name, IMPLS[b].name,
+               res[a].median_ms / res[b].median_ms, target);
         /* Same seed, data and order: only the GEMMs' rounding differs (and for a tensor-core
-         * trainer the precision of their operands), so after 10 epochs the two must agree
-         * within 0.3 points (0.2 for a tensor-core trainer), checked at the default batch of 256. */
+         * trainer the precision of their operands), so after 10 epochs the two must agree within
+         * 0.3 points (0.2 for a tensor-core trainer), checked at the default batch of 256. */
         double apart = fabs(res[a].accuracy - res[b].accuracy), limit = lower ? 0.2 : 0.3;
         char what[80];
         snprintf(what, sizeof what, "%s vs %s accuracy", IMPLS[a].name, IMPLS[b].name);
@@ -211,7 +231,8 @@ static int bench_versus(const Options *o, int batch, int n_train, const char *si
     return failed;
 }
 
-static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, int batch, int hidden)
+static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, int batch,
+                       int hidden)
 {
     const Flags *f = &FLAGS;
     int n_train = f->train_size < d->train.count ? f->train_size : d->train.count;
@@ -222,8 +243,8 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
     double stage_us[NIMPLS][MAX_STAGES];
     memset(res, 0, sizeof res);
     memset(stage_us, 0, sizeof stage_us);
-    printf("\nbatch %d, hidden %d, %d training images, lr %g, momentum %g, %s\n", batch, hidden, n_train, learning_rate(batch),
-           f->momentum, d->name);
+    printf("\nbatch %d, hidden %d, %d training images, lr %g, momentum %g, %s\n", batch, hidden,
+           n_train, learning_rate(batch), f->momentum, d->name);
     for (int k = 0; k < NIMPLS; k++) {
         if (!kernel_selected(o, IMPLS[k].name)) continue;
         char why[200];
@@ -232,10 +253,12 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
             continue;
         }
         Trainer t;
-        trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, o->seed);
+        trainer_create(&t, &IMPLS[k], &d->train, n_train, &d->test, hidden, batch, d->mean, d->std,
+                       o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
-        if (epoch_in_one_launch(&IMPLS[k]) && IMPLS[k].family->stages) stage_times(&t, o->reps, stage_us[k]);
+        if (epoch_in_one_launch(&IMPLS[k]) && IMPLS[k].family->stages)
+            stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
         stage_csv_rows(info, batch, n_train, res, stage_us, k);
     }
@@ -244,22 +267,30 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         if (!strcmp(IMPLS[k].role, "naive")) naive = k;
     char size[32], title[240];
     snprintf(size, sizeof size, "%d", batch);
-    snprintf(title, sizeof title, "epoch time (ms), batch %d: %% ceiling = the ceiling's time / this time (above 100: "
-             "faster); ceiling = PyTorch's fastest configuration in the trainer's precision, else the cublas trainer",
-             batch);
+    snprintf(
+        title, sizeof title,
+        "epoch time (ms), batch %d: %% ceiling = the ceiling's time / this time (above 100: "
+        "faster); ceiling = PyTorch's fastest configuration in the trainer's precision, else the "
+        "cublas trainer",
+        batch);
     table_header(title);
     double base = naive >= 0 ? res[naive].median_ms : 0.0;
     for (int k = 0; k < NIMPLS; k++) {
         if (res[k].median_ms <= 0.0) continue;
         char ceiling[64];
-        double ceiling_ms = peer_fastest(f->peer, batch, IMPLS[k].precision, ceiling, sizeof ceiling);
-        if (ceiling_ms <= 0.0) snprintf(ceiling, sizeof ceiling, "cublas"), ceiling_ms = cublas >= 0 ? res[cublas].median_ms : 0.0;
-        BenchRow r = {IMPLS[k].name, IMPLS[k].role, size, res[k].median_ms, res[k].median_ms, "ms", ceiling, ceiling_ms};
+        double ceiling_ms =
+            peer_fastest(f->peer, batch, IMPLS[k].precision, ceiling, sizeof ceiling);
+        if (ceiling_ms <= 0.0)
+            snprintf(ceiling, sizeof ceiling, "cublas"),
+                ceiling_ms = cublas >= 0 ? res[cublas].median_ms : 0.0;
+        BenchRow r = {IMPLS[k].name,    IMPLS[k].role, size,    res[k].median_ms,
+                      res[k].median_ms, "ms",          ceiling, ceiling_ms};
         report_row(o->csv, info->name, CHAPTER, &r, base);
     }
     for (int k = 0; k < NIMPLS; k++)
         if (res[k].median_ms > 0.0)
-            printf("  %-12s test accuracy after %2d epochs: %6.2f%%\n", IMPLS[k].name, res[k].epochs, res[k].accuracy);
+            printf("  %-12s test accuracy after %2d epochs: %6.2f%%\n", IMPLS[k].name,
+                   res[k].epochs, res[k].accuracy);
     int failed = 0;
     for (int k = 0; k < NIMPLS; k++) {
         int vs = IMPLS[k].vs ? impl_index(IMPLS[k].vs) : -1;

@@ -34,7 +34,7 @@ typedef struct {
     int *order;
     RefStep last;
     double loss;
-    double *p_last;  /* the parameters the last step started from */
+    double *p_last; /* the parameters the last step started from */
     double *p_new, *v_new;
 } CheckCase;
 
@@ -45,8 +45,8 @@ typedef struct {
 
 static int second_batch(int B) { return B > 1 ? (B + 1) / 2 : 1; }
 
-static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long long seed, RefRounding rounding,
-                                      RefZ1Sum z1_sum)
+static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long long seed,
+                                      RefRounding rounding, RefZ1Sum z1_sum)
 {
     int B2 = second_batch(B), N = B + B2;
     c->batch = B;
@@ -64,7 +64,9 @@ static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long 
     for (int b = 0; b < N; b++) {
         int img = c->order[b];
         for (int k = 0; k < IDX_PIXELS; k++)
-            x[(size_t)b * IDX_PIXELS + k] = ((float)c->data.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - CHECK_MEAN) / CHECK_STD;
+            x[(size_t)b * IDX_PIXELS + k] =
+                ((float)c->data.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - CHECK_MEAN) /
+                CHECK_STD;
         y[b] = c->data.labels[img];
     }
     size_t n = c->l.total;
@@ -82,7 +84,8 @@ static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long 
     ref_sgd(c->p_new, c->v_new, c->last.grad, n, CHECK_LR, CHECK_MU);
     c->loss = (first.loss * B + c->last.loss * B2) / N;
     ref_free(&first);
-    free(x); free(y);
+    free(x);
+    free(y);
 }
 
 static void check_case_create(CheckCase *c, int B, int H, unsigned long long seed)
@@ -94,7 +97,11 @@ static void check_case_free(CheckCase *c)
 {
     ref_free(&c->last);
     idx_free(&c->data);
-    free(c->p0); free(c->order); free(c->p_last); free(c->p_new); free(c->v_new);
+    free(c->p0);
+    free(c->order);
+    free(c->p_last);
+    free(c->p_new);
+    free(c->v_new);
 }
 
 static float *download(const float *dev, size_t n)
@@ -121,24 +128,32 @@ static const CheckTolerances FP32_TOLERANCES = {1e-5, 1e-4, 1e-4, 1e-3, 1e-4, 1e
  * last step's z1 (without its bias where z1_has_no_bias: the fused steps add it where z1 is
  * read) and dz2, the velocity v = mu v + g after both steps (which holds both steps'
  * gradients) and the parameters. Returns the number of failed comparisons. */
-static int check_results(const char *name, const CheckTolerances *tol, const CheckCase *c, double loss, const float *z1,
-                         const float *dz2, const float *v, const float *np, int z1_has_no_bias)
+static int check_results(const char *name, const CheckTolerances *tol, const CheckCase *c,
+                         double loss, const float *z1, const float *dz2, const float *v,
+                         const float *np, int z1_has_no_bias)
 {
     const MlpLayout *l = &c->l;
     int B = c->batch, B2 = c->last.batch, H = l->hidden;
     char size[48], what[64];
     snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
     int fails = 0;
-#define CHECK_ONE(label, err, limit) do { snprintf(what, sizeof what, "%s %s", name, label); fails += !report_check(what, size, err, limit); } while (0)
+#define CHECK_ONE(label, err, limit)                       \
+    do {                                                   \
+        snprintf(what, sizeof what, "%s %s", name, label); \
+        fails += !report_check(what, size, err, limit);    \
+    } while (0)
     CHECK_ONE("loss", isfinite(loss) ? fabs(loss - c->loss) / fabs(c->loss) : INFINITY, tol->loss);
     double *z1_ref = (double *)xmalloc((size_t)B2 * H * sizeof(double));
-    for (size_t i = 0; i < (size_t)B2 * H; i++) z1_ref[i] = c->last.z1[i] - (z1_has_no_bias ? c->p_last[l->b1 + i % H] : 0.0);
+    for (size_t i = 0; i < (size_t)B2 * H; i++)
+        z1_ref[i] = c->last.z1[i] - (z1_has_no_bias ? c->p_last[l->b1 + i % H] : 0.0);
     CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B2 * H), tol->z1);
     free(z1_ref);
     CHECK_ONE("dz2", norm_rel_error(dz2, c->last.dz2, (size_t)B2 * MLP_CLASSES), tol->dz2);
-    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H), tol->v_hidden);
+    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H),
+              tol->v_hidden);
     CHECK_ONE("v(b1)", norm_rel_error(v + l->b1, c->v_new + l->b1, (size_t)H), tol->v_hidden);
-    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES), tol->v_output);
+    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES),
+              tol->v_output);
     CHECK_ONE("v(b2)", norm_rel_error(v + l->b2, c->v_new + l->b2, MLP_CLASSES), tol->v_output);
     CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), tol->params);
 #undef CHECK_ONE
@@ -150,7 +165,8 @@ static int check_results(const char *name, const CheckTolerances *tol, const Che
 static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long seed)
 {
     const MlpLayout *l = &c->l;
-    const CheckTolerances *tol = impl->family->tolerances ? impl->family->tolerances : &FP32_TOLERANCES;
+    const CheckTolerances *tol =
+        impl->family->tolerances ? impl->family->tolerances : &FP32_TOLERANCES;
     int B = c->batch, B2 = c->last.batch, H = l->hidden;
     Trainer t;
     trainer_create(&t, impl, &c->data, c->n_train, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
@@ -166,9 +182,13 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
     float *z1 = download(t.z1, (size_t)B2 * H), *dz2 = download(t.dz2, (size_t)B2 * MLP_CLASSES);
     float *v = download(t.vel, l->total), *np = download(t.params, l->total);
     if (impl->family->fused)
-        for (size_t i = 0; i < l->total; i++) v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
+        for (size_t i = 0; i < l->total; i++)
+            v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
     int fails = check_results(impl->name, tol, c, r.loss, z1, dz2, v, np, impl->family->fused);
-    free(z1); free(dz2); free(v); free(np);
+    free(z1);
+    free(dz2);
+    free(v);
+    free(np);
     trainer_destroy(&t);
     return fails;
 }
@@ -200,7 +220,8 @@ static int check_precision(const Impl *impl)
 {
     for (int r = 0; r < CHECK_NPRECISIONS; r++)
         if (!strcmp(impl->precision, CHECK_PRECISIONS[r])) return r;
-    fprintf(stderr, "internal error: trainer %s has an unknown precision '%s'\n", impl->name, impl->precision);
+    fprintf(stderr, "internal error: trainer %s has an unknown precision '%s'\n", impl->name,
+            impl->precision);
     exit(1);
 }
 
@@ -210,13 +231,18 @@ static int run_checks(const Options *o)
     /* B x H: a single row; odd sizes (rows of single floats); the optimized trainer's
      * backward kernel with one K range and 16-byte rows (32 x 1024), with several (256) */
     static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {32, 1024}, {256, 1024}};
-    int n = o->nsizes ? o->nsizes : (int)(sizeof DEFAULT_SHAPES / sizeof DEFAULT_SHAPES[0]), fails = 0;
-    printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer against\n"
-           "double-precision CPU steps (for tf32 and bf16: on the operands they round)\n", o->seed);
+    int n = o->nsizes ? o->nsizes : (int)(sizeof DEFAULT_SHAPES / sizeof DEFAULT_SHAPES[0]),
+        fails = 0;
+    printf(
+        "\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer "
+        "against\n"
+        "double-precision CPU steps (for tf32 and bf16: on the operands they round)\n",
+        o->seed);
     fails += check_gradients_fd(o->seed);
     for (int i = 0; i < n; i++) {
         int B = o->nsizes ? (int)o->sizes[i].dim[0] : DEFAULT_SHAPES[i][0];
-        int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden) : DEFAULT_SHAPES[i][1];
+        int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden)
+                          : DEFAULT_SHAPES[i][1];
         unsigned long long seed = o->seed + 100 * (unsigned long long)i;
         CheckCase cases[CHECK_NPRECISIONS]; /* one reference a precision, made when first needed */
         int made[CHECK_NPRECISIONS] = {0};
@@ -236,7 +262,9 @@ static int run_checks(const Options *o)
                 check_case_free(&own);
                 continue;
             }
-            if (!made[r]) check_case_create_rounded(&cases[r], B, H, seed, CHECK_ROUNDINGS[r], NULL), made[r] = 1;
+            if (!made[r])
+                check_case_create_rounded(&cases[r], B, H, seed, CHECK_ROUNDINGS[r], NULL),
+                    made[r] = 1;
             fails += check_impl(&IMPLS[k], &cases[r], seed);
         }
         for (int r = 0; r < CHECK_NPRECISIONS; r++)

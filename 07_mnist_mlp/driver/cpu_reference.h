@@ -67,11 +67,11 @@ static inline void mlp_shuffle(int *order, int n, Rng *r)
 /* Everything one training step computes, in double. */
 typedef struct {
     int batch;
-    double *z1, *a1;   /* B x H */
-    double *dz2;       /* B x 10: (softmax - onehot) / B */
-    double *grad;      /* like the parameter array: dL/dW1, dL/db1, dL/dW2, dL/db2 */
+    double *z1, *a1; /* B x H */
+    double *dz2;     /* B x 10: (softmax - onehot) / B */
+    double *grad;    /* like the parameter array: dL/dW1, dL/db1, dL/dW2, dL/db2 */
     double loss;
-    int correct;       /* rows whose largest logit is the label */
+    int correct; /* rows whose largest logit is the label */
 } RefStep;
 
 static inline void ref_alloc(RefStep *s, const MlpLayout *l, int batch)
@@ -85,7 +85,10 @@ static inline void ref_alloc(RefStep *s, const MlpLayout *l, int batch)
 
 static inline void ref_free(RefStep *s)
 {
-    free(s->z1); free(s->a1); free(s->dz2); free(s->grad);
+    free(s->z1);
+    free(s->a1);
+    free(s->dz2);
+    free(s->grad);
     memset(s, 0, sizeof *s);
 }
 
@@ -96,7 +99,8 @@ typedef double (*RefZ1Sum)(const float *xb, const double *w1, int hidden, int j,
 
 /* Forward pass and loss only; z2 (B x 10) is written if not NULL. */
 static inline double ref_forward(const double *p, const MlpLayout *l, const float *x, const int *y,
-                                 int batch, double *z1, double *a1, double *dz2, int *correct, RefZ1Sum z1_sum)
+                                 int batch, double *z1, double *a1, double *dz2, int *correct,
+                                 RefZ1Sum z1_sum)
 {
     int H = l->hidden;
     double loss = 0.0;
@@ -105,7 +109,8 @@ static inline double ref_forward(const double *p, const MlpLayout *l, const floa
         const float *xb = x + (size_t)b * l->in;
         for (int j = 0; j < H; j++) {
             double acc = p[l->b1 + j];
-            if (z1_sum) acc += z1_sum(xb, p + l->w1, H, j, batch);
+            if (z1_sum)
+                acc += z1_sum(xb, p + l->w1, H, j, batch);
             else
                 for (int k = 0; k < l->in; k++) acc += (double)xb[k] * p[l->w1 + (size_t)k * H + j];
             z1[(size_t)b * H + j] = acc;
@@ -115,9 +120,13 @@ static inline double ref_forward(const double *p, const MlpLayout *l, const floa
         int best = 0;
         for (int c = 0; c < MLP_CLASSES; c++) {
             double acc = p[l->b2 + c];
-            for (int j = 0; j < H; j++) acc += a1[(size_t)b * H + j] * p[l->w2 + (size_t)j * MLP_CLASSES + c];
+            for (int j = 0; j < H; j++)
+                acc += a1[(size_t)b * H + j] * p[l->w2 + (size_t)j * MLP_CLASSES + c];
             z2[c] = acc;
-            if (acc > zmax) { zmax = acc; best = c; }
+            if (acc > zmax) {
+                zmax = acc;
+                best = c;
+            }
         }
         for (int c = 0; c < MLP_CLASSES; c++) sum += exp(z2[c] - zmax);
         loss += log(sum) + zmax - z2[y[b]];
@@ -138,26 +147,28 @@ typedef float (*RefRounding)(float);
  * value, as the trainers keep it), x and dz1 in dW1 = x^T dz1 (dz1 from its fp32 value);
  * everything else, db1 included, from the unrounded values, in double; z1's sums over the
  * pixels as z1_sum takes them (NULL: one sum). */
-static inline void ref_step_summed(const double *p, const MlpLayout *l, const float *x, const int *y,
-                                   RefRounding rounding, RefZ1Sum z1_sum, RefStep *s)
+static inline void ref_step_summed(const double *p, const MlpLayout *l, const float *x,
+                                   const int *y, RefRounding rounding, RefZ1Sum z1_sum, RefStep *s)
 {
     int H = l->hidden, B = s->batch;
-    const double *pf = p;  /* the parameters the forward pass multiplies */
-    const float *xs = x;   /* and the batch */
+    const double *pf = p; /* the parameters the forward pass multiplies */
+    const float *xs = x;  /* and the batch */
     double *pr = NULL;
     float *xr = NULL;
     if (rounding) {
         pr = (double *)malloc(l->total * sizeof(double));
         xr = (float *)malloc((size_t)B * l->in * sizeof(float));
         memcpy(pr, p, l->total * sizeof(double));
-        for (size_t i = 0; i < (size_t)l->in * H; i++) pr[l->w1 + i] = rounding((float)p[l->w1 + i]);
+        for (size_t i = 0; i < (size_t)l->in * H; i++)
+            pr[l->w1 + i] = rounding((float)p[l->w1 + i]);
         for (size_t i = 0; i < (size_t)B * l->in; i++) xr[i] = rounding(x[i]);
         pf = pr;
         xs = xr;
     }
     s->loss = ref_forward(pf, l, xs, y, B, s->z1, s->a1, s->dz2, &s->correct, z1_sum);
     memset(s->grad, 0, l->total * sizeof(double));
-    double *dz1 = (double *)malloc(2 * (size_t)H * sizeof(double)), *dz1w = dz1 + H; /* dz1, as dW1 takes it */
+    /* dz1, and dz1w: dz1 as dW1 takes it */
+    double *dz1 = (double *)malloc(2 * (size_t)H * sizeof(double)), *dz1w = dz1 + H;
     for (int b = 0; b < B; b++) {
         const double *d2 = s->dz2 + (size_t)b * MLP_CLASSES;
         for (int c = 0; c < MLP_CLASSES; c++) s->grad[l->b2 + c] += d2[c];
@@ -183,14 +194,15 @@ static inline void ref_step_summed(const double *p, const MlpLayout *l, const fl
     free(xr);
 }
 
-static inline void ref_step_rounded(const double *p, const MlpLayout *l, const float *x, const int *y,
-                                    RefRounding rounding, RefStep *s)
+static inline void ref_step_rounded(const double *p, const MlpLayout *l, const float *x,
+                                    const int *y, RefRounding rounding, RefStep *s)
 {
     ref_step_summed(p, l, x, y, rounding, NULL, s);
 }
 
 /* Forward and backward: loss, activations, dz2 and the gradient of every parameter. */
-static inline void ref_step(const double *p, const MlpLayout *l, const float *x, const int *y, RefStep *s)
+static inline void ref_step(const double *p, const MlpLayout *l, const float *x, const int *y,
+                            RefStep *s)
 {
     ref_step_rounded(p, l, x, y, NULL, s);
 }

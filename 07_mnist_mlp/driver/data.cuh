@@ -14,12 +14,16 @@
 
 typedef struct {
     IdxDataset train, test;
-    float mean, std;      /* of the training pixels scaled to [0, 1] */
-    char name[64];        /* "mnist", "fashion-mnist", "synthetic" */
+    float mean, std; /* of the training pixels scaled to [0, 1] */
+    char name[64];   /* "mnist", "fashion-mnist", "synthetic" */
 } Data;
 
-static const char *const DEFAULT_DATA[] = {"data/mnist", "../data/mnist", "data/fashion-mnist",
-                                           "../data/fashion-mnist", "/usr/share/datasets/fashion-mnist", NULL};
+static const char *const DEFAULT_DATA[] = {"data/mnist",
+                                           "../data/mnist",
+                                           "data/fashion-mnist",
+                                           "../data/fashion-mnist",
+                                           "/usr/share/datasets/fashion-mnist",
+                                           NULL};
 
 static int has_idx_files(const char *dir)
 {
@@ -79,7 +83,8 @@ static void load_data(Flags *f, Data *d)
         snprintf(d->name, sizeof d->name, "synthetic");
     } else {
         char err[1400];
-        if (idx_load(dir, "train", &d->train, err, sizeof err) || idx_load(dir, "t10k", &d->test, err, sizeof err))
+        if (idx_load(dir, "train", &d->train, err, sizeof err) ||
+            idx_load(dir, "t10k", &d->test, err, sizeof err))
             cli_fail(&SPEC, "--data %s: %s", dir, err);
         const char *base = strrchr(dir, '/');
         base = base && base[1] ? base + 1 : dir;
@@ -87,11 +92,15 @@ static void load_data(Flags *f, Data *d)
     }
     if (f->train_size == 0) f->train_size = d->train.count;
     if (f->train_size > d->train.count)
-        cli_fail(&SPEC, "--train-size %d, but %s has only %d training images", f->train_size, dir, d->train.count);
-    pixel_stats(&d->train, f->train_size < d->train.count ? f->train_size : d->train.count, &d->mean, &d->std);
-    printf("data: %s (%s): %d training images (%d used), %d test images, pixel mean %.4f std %.4f\n", d->name,
-           dir, d->train.count, f->train_size < d->train.count ? f->train_size : d->train.count, d->test.count,
-           d->mean, d->std);
+        cli_fail(&SPEC, "--train-size %d, but %s has only %d training images", f->train_size, dir,
+                 d->train.count);
+    pixel_stats(&d->train, f->train_size < d->train.count ? f->train_size : d->train.count,
+                &d->mean, &d->std);
+    printf(
+        "data: %s (%s): %d training images (%d used), %d test images, pixel mean %.4f std %.4f\n",
+        d->name, dir, d->train.count,
+        f->train_size < d->train.count ? f->train_size : d->train.count, d->test.count, d->mean,
+        d->std);
 }
 
 #endif

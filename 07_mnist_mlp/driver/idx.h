@@ -26,8 +26,8 @@
 #define IDX_MAX_BYTES ((size_t)256 << 20)
 
 typedef struct {
-    unsigned char *pixels;  /* count x 784, row-major, 0..255 */
-    unsigned char *labels;  /* count, 0..9 */
+    unsigned char *pixels; /* count x 784, row-major, 0..255 */
+    unsigned char *labels; /* count, 0..9 */
     int count;
 } IdxDataset;
 
@@ -58,7 +58,11 @@ static inline int idx_gunzip(const unsigned char *in, size_t len, size_t max_out
             if (cap == max_out) break;
             size_t grown = cap * 2 < max_out ? cap * 2 : max_out;
             unsigned char *bigger = (unsigned char *)realloc(buf, grown);
-            if (!bigger) { free(buf); buf = NULL; break; }
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
             buf = bigger;
             cap = grown;
         }
@@ -76,7 +80,8 @@ static inline int idx_gunzip(const unsigned char *in, size_t len, size_t max_out
         if (used == max_out && rc == Z_OK)
             snprintf(err, errlen, "decompresses to more than %zu bytes", max_out);
         else if (rc == Z_BUF_ERROR || rc == Z_OK)
-            snprintf(err, errlen, "gzip stream is truncated (ends after %zu decompressed bytes)", used);
+            snprintf(err, errlen, "gzip stream is truncated (ends after %zu decompressed bytes)",
+                     used);
         else
             snprintf(err, errlen, "gzip data is corrupt (%s)", zs.msg ? zs.msg : "zlib error");
         free(buf);
@@ -89,8 +94,8 @@ static inline int idx_gunzip(const unsigned char *in, size_t len, size_t max_out
 
 /* Checks the magic and the sizes of an IDX header with `ndims` dimensions; on success
  * *count is the first size and *data_bytes the number of bytes the header promises. */
-static inline int idx_check_header(const unsigned char *buf, size_t len, int ndims,
-                                   unsigned *count, size_t *data_bytes, char *err, size_t errlen)
+static inline int idx_check_header(const unsigned char *buf, size_t len, int ndims, unsigned *count,
+                                   size_t *data_bytes, char *err, size_t errlen)
 {
     size_t header = 4 + 4 * (size_t)ndims;
     if (len < 4) {
@@ -124,7 +129,8 @@ static inline int idx_check_header(const unsigned char *buf, size_t len, int ndi
     }
     *data_bytes = (size_t)*count * per_item;
     if (len - header < *data_bytes) {
-        snprintf(err, errlen, "truncated: the header promises %u items (%zu bytes) but only %zu bytes follow",
+        snprintf(err, errlen,
+                 "truncated: the header promises %u items (%zu bytes) but only %zu bytes follow",
                  *count, *data_bytes, len - header);
         return -1;
     }
@@ -162,7 +168,8 @@ static inline int idx_parse_pair(const unsigned char *img, size_t img_len, const
     }
     for (size_t i = 0; i < lab_bytes; i++) {
         if (lab[8 + i] >= IDX_CLASSES) {
-            snprintf(err, errlen, "labels: label %u of item %zu is out of range 0..9", lab[8 + i], i);
+            snprintf(err, errlen, "labels: label %u of item %zu is out of range 0..9", lab[8 + i],
+                     i);
             return -1;
         }
     }
@@ -194,9 +201,17 @@ static inline int idx_read_file(const char *path, unsigned char **out, size_t *o
     while (raw && (got = fread(raw + len, 1, cap - len, f)) > 0) {
         len += got;
         if (len == cap) {
-            if (cap >= IDX_MAX_BYTES) { free(raw); raw = NULL; break; }
+            if (cap >= IDX_MAX_BYTES) {
+                free(raw);
+                raw = NULL;
+                break;
+            }
             unsigned char *bigger = (unsigned char *)realloc(raw, cap * 2);
-            if (!bigger) { free(raw); raw = NULL; break; }
+            if (!bigger) {
+                free(raw);
+                raw = NULL;
+                break;
+            }
             raw = bigger;
             cap *= 2;
         }
@@ -205,7 +220,8 @@ static inline int idx_read_file(const char *path, unsigned char **out, size_t *o
     fclose(f);
     if (!raw || bad) {
         free(raw);
-        snprintf(err, errlen, "%.700s: %s", path, bad ? "read error" : "too large or out of memory");
+        snprintf(err, errlen, "%.700s: %s", path,
+                 bad ? "read error" : "too large or out of memory");
         return -1;
     }
     if (len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
@@ -221,7 +237,8 @@ static inline int idx_read_file(const char *path, unsigned char **out, size_t *o
 }
 
 /* Loads one split (prefix "train" or "t10k") from dir, trying NAME.gz then NAME. */
-static inline int idx_load(const char *dir, const char *prefix, IdxDataset *ds, char *err, size_t errlen)
+static inline int idx_load(const char *dir, const char *prefix, IdxDataset *ds, char *err,
+                           size_t errlen)
 {
     const char *kinds[2] = {"images-idx3-ubyte", "labels-idx1-ubyte"};
     unsigned char *buf[2] = {NULL, NULL};
@@ -231,8 +248,10 @@ static inline int idx_load(const char *dir, const char *prefix, IdxDataset *ds, 
     for (int k = 0; k < 2 && rc == 0; k++) {
         snprintf(path[k], sizeof path[k], "%s/%s-%s.gz", dir, prefix, kinds[k]);
         FILE *probe = fopen(path[k], "rb");
-        if (probe) fclose(probe);
-        else snprintf(path[k], sizeof path[k], "%s/%s-%s", dir, prefix, kinds[k]);
+        if (probe)
+            fclose(probe);
+        else
+            snprintf(path[k], sizeof path[k], "%s/%s-%s", dir, prefix, kinds[k]);
         rc = idx_read_file(path[k], &buf[k], &len[k], err, errlen);
     }
     if (rc == 0) {

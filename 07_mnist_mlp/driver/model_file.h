@@ -67,18 +67,20 @@ static inline void model_header(unsigned char *h, const MlpLayout *l, const floa
 
 /* Checks a whole model file held in buf against the expected shape and copies its
  * parameters into params (l->total floats). Returns 0, or -1 with the reason in err. */
-static inline int model_parse(const unsigned char *buf, size_t len, const MlpLayout *l, float *params,
-                              char *err, size_t errlen)
+static inline int model_parse(const unsigned char *buf, size_t len, const MlpLayout *l,
+                              float *params, char *err, size_t errlen)
 {
     if (len < MODEL_HEADER_BYTES) {
-        snprintf(err, errlen, "truncated: %zu bytes, shorter than the %d-byte header", len, MODEL_HEADER_BYTES);
+        snprintf(err, errlen, "truncated: %zu bytes, shorter than the %d-byte header", len,
+                 MODEL_HEADER_BYTES);
         return -1;
     }
     if (memcmp(buf, MODEL_MAGIC, 4) != 0) {
         snprintf(err, errlen, "not a model file (bad magic; expected \"%s\")", MODEL_MAGIC);
         return -1;
     }
-    uint32_t version = model_get32(buf + 4), in = model_get32(buf + 8), hidden = model_get32(buf + 12);
+    uint32_t version = model_get32(buf + 4), in = model_get32(buf + 8),
+             hidden = model_get32(buf + 12);
     uint32_t classes = model_get32(buf + 16), crc = model_get32(buf + 20);
     uint64_t bytes = (uint64_t)model_get32(buf + 24) | (uint64_t)model_get32(buf + 28) << 32;
     if (version != MODEL_VERSION) {
@@ -86,8 +88,9 @@ static inline int model_parse(const unsigned char *buf, size_t len, const MlpLay
         return -1;
     }
     if (in != (uint32_t)l->in || hidden != (uint32_t)l->hidden || classes != MLP_CLASSES) {
-        snprintf(err, errlen, "shape mismatch: the file holds a %u-%u-%u network, this run is %d-%d-%d",
-                 in, hidden, classes, l->in, l->hidden, MLP_CLASSES);
+        snprintf(err, errlen,
+                 "shape mismatch: the file holds a %u-%u-%u network, this run is %d-%d-%d", in,
+                 hidden, classes, l->in, l->hidden, MLP_CLASSES);
         return -1;
     }
     if (bytes != (uint64_t)l->total * sizeof(float)) {
@@ -103,7 +106,8 @@ static inline int model_parse(const unsigned char *buf, size_t len, const MlpLay
     }
     uint32_t actual = model_crc(buf + MODEL_HEADER_BYTES, (size_t)bytes);
     if (actual != crc) {
-        snprintf(err, errlen, "checksum mismatch (stored %08x, computed %08x): the file is corrupt", crc, actual);
+        snprintf(err, errlen, "checksum mismatch (stored %08x, computed %08x): the file is corrupt",
+                 crc, actual);
         return -1;
     }
     memcpy(params, buf + MODEL_HEADER_BYTES, (size_t)bytes);
@@ -111,7 +115,8 @@ static inline int model_parse(const unsigned char *buf, size_t len, const MlpLay
 }
 
 /* Writes path.tmp.PID, flushes it to disk, then renames it to path. */
-static inline int model_save(const char *path, const MlpLayout *l, const float *params, char *err, size_t errlen)
+static inline int model_save(const char *path, const MlpLayout *l, const float *params, char *err,
+                             size_t errlen)
 {
     char tmp[1100];
     unsigned char header[MODEL_HEADER_BYTES];
@@ -134,7 +139,8 @@ static inline int model_save(const char *path, const MlpLayout *l, const float *
     return 0;
 }
 
-static inline int model_load(const char *path, const MlpLayout *l, float *params, char *err, size_t errlen)
+static inline int model_load(const char *path, const MlpLayout *l, float *params, char *err,
+                             size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {

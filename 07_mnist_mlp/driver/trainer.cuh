@@ -2,10 +2,11 @@
  *
  *   Impl          a row of the table of trainers (driver/trainer_table.cuh): a name, the family of
  *                 steps it takes, and the choices that tell it from its neighbours
- *   StepFamily    a family of steps (part1_fused/01_unfused_steps.cuh, part1_fused/04_fused_steps.cuh, part1_fused/05_fed_steps.cuh,
- *                 part2_tensor_cores/01_tc_steps.cuh, part1_fused/08_three_launch_steps.cuh, part4_persistent/10_persistent_steps.cuh): the buffers its
- *                 steps need, one step (or a whole epoch in one launch), how it evaluates,
- *                 where it cannot run, what --check and --bench may do with it
+ *   StepFamily    a family of steps (each *_steps.cuh: part1_fused/01_unfused_steps.cuh,
+ *                 04_fused_steps.cuh, 05_fed_steps.cuh and 08_three_launch_steps.cuh,
+ *                 part2_tensor_cores/01_tc_steps.cuh, part4_persistent/10_persistent_steps.cuh):
+ *                 the buffers its steps need, one step (or a whole epoch in one launch), how it
+ *                 evaluates, where it cannot run, what --check and --bench may do with it
  *   Trainer       one trainer's state: the data on the GPU, the parameters and velocity,
  *                 the activations every family uses, the epoch's order and losses
  *
@@ -37,14 +38,14 @@ typedef struct {
     double loss, z1, dz2, v_hidden, v_output, params;
 } CheckTolerances;
 
-#define MAX_STAGES 8   /* launches of a step the bench may time one by one */
+#define MAX_STAGES 8 /* launches of a step the bench may time one by one */
 
 /* A step's launches, for the bench to time one by one; or, for a step that is no launch of
  * its own (a persistent kernel's), its phases, measured inside an epoch. */
 typedef struct {
-    int count;                          /* at most MAX_STAGES */
+    int count; /* at most MAX_STAGES */
     const char *const *names;
-    void (*run)(Trainer *t, int stage); /* launch `stage` alone (NULL: measure instead) */
+    void (*run)(Trainer *t, int stage);      /* launch `stage` alone (NULL: measure instead) */
     void (*measure)(Trainer *t, double *us); /* every stage's us a step at once */
 } StepStages;
 
@@ -68,8 +69,8 @@ typedef struct {
     void (*step)(Trainer *t, int s, int batch, float lr, float mu);
     /* test accuracy in percent, and the mean test loss into *loss if loss is not NULL */
     double (*evaluate)(Trainer *t, double *loss);
-    const CheckTolerances *tolerances;  /* NULL: fp32's */
-    const StepStages *stages;           /* --bench: the launches it times (NULL: none) */
+    const CheckTolerances *tolerances; /* NULL: fp32's */
+    const StepStages *stages;          /* --bench: the launches it times (NULL: none) */
     /* a whole epoch in one launch, after the epoch's counters are cleared (NULL: the epoch
        is its steps, one by one or in a graph); such a family has no `step` */
     void (*epoch)(Trainer *t);
@@ -87,16 +88,16 @@ typedef struct {
 typedef struct {
     const char *name, *role;
     const StepFamily *family;
-    int gemm;          /* GEMM_*: the products of gemm() below, or GEMM_TENSOR_CORES: the
+    int gemm;              /* GEMM_*: the products of gemm() below, or GEMM_TENSOR_CORES: the
                           family's own (chapter 05's tensor-core GEMMs in the row's precision),
                           or GEMM_OWN: products inside the family's own kernel */
-    int feed;          /* FEED_*: the training set on the GPU, or each batch gathered on the
+    int feed;              /* FEED_*: the training set on the GPU, or each batch gathered on the
                           host and copied (synchronously, or double-buffered as in chapter 06);
                           the copying is the family's: FEED_COPY the unfused step's,
                           FEED_DOUBLE_BUFFER the fed step's */
-    int sync_each;     /* cudaDeviceSynchronize after every launch, loss read every step */
-    int graph;         /* GRAPH_* */
-    const char *vs;    /* --bench: the trainer it is measured against in epoch time and in
+    int sync_each;         /* cudaDeviceSynchronize after every launch, loss read every step */
+    int graph;             /* GRAPH_* */
+    const char *vs;        /* --bench: the trainer it is measured against in epoch time and in
                           accuracy (and launch by launch where both have the same steps): its
                           steps with another GEMM, or the trainer it improves on (NULL: none) */
     const char *precision; /* of its products: "fp32", "tf32" or "bf16"; PyTorch in the same
@@ -120,8 +121,9 @@ struct Trainer {
     int *y, *cursor, *correct;
     float *step_loss, *h_step_loss, *eval_loss;
     cudaGraphExec_t step_exec[2], epoch_exec;
-    void *own;                       /* the family's own buffers (StepFamily.create) */
-    TunedGemm tuned[2];              /* the fused step's two products' plans, timed (part1_fused/04_gemm_tune.cuh) */
+    void *own; /* the family's own buffers (StepFamily.create) */
+    /* the fused step's two products' plans, timed (part1_fused/04_gemm_tune.cuh) */
+    TunedGemm tuned[2];
     int n_tuned;
 };
 
@@ -129,23 +131,28 @@ static cublasHandle_t CUBLAS = NULL;
 
 /* Row-major C = alpha A B + beta C through column-major cuBLAS: C^T = B^T A^T, so the
  * operands swap places and nothing is transposed. TF32 stays off (the default math mode). */
-static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
+static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const float *B,
+                         float beta, float *C)
 {
     if (!CUBLAS) {
-        if (cublasCreate(&CUBLAS) != CUBLAS_STATUS_SUCCESS || cublasSetStream(CUBLAS, cudaStreamPerThread) != CUBLAS_STATUS_SUCCESS) {
+        if (cublasCreate(&CUBLAS) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetStream(CUBLAS, cudaStreamPerThread) != CUBLAS_STATUS_SUCCESS) {
             fprintf(stderr, "cuBLAS could not start\n");
             exit(1);
         }
     }
-    if (cublasSgemm(CUBLAS, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N) != CUBLAS_STATUS_SUCCESS) {
+    if (cublasSgemm(CUBLAS, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N) !=
+        CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasSgemm failed (M %d N %d K %d)\n", M, N, K);
         exit(1);
     }
 }
 
-static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
+static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float *A, const float *B,
+                 float beta, float *C)
 {
-    if (t->impl->gemm == GEMM_NAIVE) sgemm_naive(M, N, K, alpha, A, B, beta, C);
+    if (t->impl->gemm == GEMM_NAIVE)
+        sgemm_naive(M, N, K, alpha, A, B, beta, C);
     else if (t->impl->gemm == GEMM_BEST) {
         for (int i = 0; i < t->n_tuned; i++) {
             const TunedGemm *g = &t->tuned[i];
@@ -155,9 +162,12 @@ static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float
             }
         }
         sgemm_best(M, N, K, alpha, A, B, beta, C);
+    } else if (t->impl->gemm == GEMM_CUBLAS)
+        sgemm_cublas(M, N, K, alpha, A, B, beta, C);
+    else {
+        fprintf(stderr, "internal error: trainer %s has no fp32 products\n", t->impl->name);
+        exit(1);
     }
-    else if (t->impl->gemm == GEMM_CUBLAS) sgemm_cublas(M, N, K, alpha, A, B, beta, C);
-    else { fprintf(stderr, "internal error: trainer %s has no fp32 products\n", t->impl->name); exit(1); }
 }
 
 /* The resident training set, in the epoch's shuffled order. */
@@ -176,7 +186,10 @@ static MlpBatch fused_batch(const Trainer *t)
 
 /* Whether a trainer runs an epoch as one launch: its whole-epoch graph, or its family's
  * one kernel (the bench times all its epochs, and its stages inside them). */
-static int epoch_in_one_launch(const Impl *impl) { return impl->graph == GRAPH_EPOCH || impl->family->epoch; }
+static int epoch_in_one_launch(const Impl *impl)
+{
+    return impl->graph == GRAPH_EPOCH || impl->family->epoch;
+}
 
 /* Why trainer `impl` cannot train H hidden units in batches of B on this GPU: 1 and the
  * reason in why, or 0 if it can. */
@@ -186,7 +199,11 @@ static int impl_unsupported(const Impl *impl, int hidden, int batch, char *why, 
 }
 
 static int steps_per_epoch(const Trainer *t) { return (t->n_train + t->batch - 1) / t->batch; }
-static int batch_of_step(const Trainer *t, int s) { int left = t->n_train - s * t->batch; return left < t->batch ? left : t->batch; }
+static int batch_of_step(const Trainer *t, int s)
+{
+    int left = t->n_train - s * t->batch;
+    return left < t->batch ? left : t->batch;
+}
 
 static void *dalloc(size_t bytes)
 {
@@ -198,7 +215,8 @@ static void *dalloc(size_t bytes)
 /* Device bytes a trainer needs (checked against free memory before allocating). */
 static double trainer_bytes(int hidden, int batch, int n_train, int n_test)
 {
-    double act = (double)batch * (2.0 * IDX_PIXELS + 6.0 * hidden + 4.0 * MLP_CLASSES + 4) * sizeof(float);
+    double act =
+        (double)batch * (2.0 * IDX_PIXELS + 6.0 * hidden + 4.0 * MLP_CLASSES + 4) * sizeof(float);
     double par = 3.0 * mlp_layout(IDX_PIXELS, hidden).total * sizeof(float);
     double data = (double)(n_train + n_test) * (IDX_PIXELS + 1 + 2 * sizeof(int));
     return act + par + data + (double)hidden * MLP_CLASSES * sizeof(float);
@@ -214,8 +232,8 @@ static void draw_next_order(Trainer *t)
     mlp_shuffle(t->h_next_order, t->n_train, &t->shuffle_rng);
 }
 
-/* The fused step's two products, x W1 (batch x H x 784) and xt dz1 (784 x H x batch), get
- * the plans that run fastest inside a graph (part1_fused/04_gemm_tune.cuh), timed on the trainer's own
+/* The fused step's two products, x W1 (batch x H x 784) and xt dz1 (784 x H x batch), get the plans
+ * that run fastest inside a graph (part1_fused/04_gemm_tune.cuh), timed on the trainer's own
  * buffers, zeroed first (the parameters are uploaded later). */
 static void tune_products(Trainer *t)
 {
@@ -224,7 +242,8 @@ static void tune_products(Trainer *t)
     CUDA_CHECK(cudaMemset(t->xt, 0, bx * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->dz1, 0, bh * sizeof(float)));
     CUDA_CHECK(cudaMemset(t->params, 0, t->l.total * sizeof(float)));
-    t->tuned[0] = gemm_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, t->x, t->params + t->l.w1);
+    t->tuned[0] =
+        gemm_tune(t->impl->name, t->batch, t->hidden, IDX_PIXELS, t->x, t->params + t->l.w1);
     t->tuned[1] = gemm_tune(t->impl->name, IDX_PIXELS, t->hidden, t->batch, t->xt, t->dz1);
     t->n_tuned = 2;
 }
@@ -244,30 +263,37 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->l = mlp_layout(IDX_PIXELS, hidden);
     t->train_host = train;
     t->shuffle_rng.state = seed + 1;
-    size_t bh = (size_t)batch * hidden * sizeof(float), bc = (size_t)batch * MLP_CLASSES * sizeof(float);
+    size_t bh = (size_t)batch * hidden * sizeof(float),
+           bc = (size_t)batch * MLP_CLASSES * sizeof(float);
     size_t bx = (size_t)batch * IDX_PIXELS * sizeof(float), pb = t->l.total * sizeof(float);
-    if (impl->feed == FEED_RESIDENT) { /* the whole training set as bytes: 47 MB for 60,000 images */
+    /* the whole training set as bytes: 47 MB for 60,000 images */
+    if (impl->feed == FEED_RESIDENT) {
         t->pixels = (unsigned char *)dalloc((size_t)n_train * IDX_PIXELS);
         t->labels = (unsigned char *)dalloc((size_t)n_train);
-        CUDA_CHECK(cudaMemcpy(t->pixels, train->pixels, (size_t)n_train * IDX_PIXELS, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->pixels, train->pixels, (size_t)n_train * IDX_PIXELS,
+                              cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(t->labels, train->labels, (size_t)n_train, cudaMemcpyHostToDevice));
     }
     if (test) {
         t->test_pixels = (unsigned char *)dalloc((size_t)t->n_test * IDX_PIXELS);
         t->test_labels = (unsigned char *)dalloc((size_t)t->n_test);
-        CUDA_CHECK(cudaMemcpy(t->test_pixels, test->pixels, (size_t)t->n_test * IDX_PIXELS, cudaMemcpyHostToDevice));
-        CUDA_CHECK(cudaMemcpy(t->test_labels, test->labels, (size_t)t->n_test, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->test_pixels, test->pixels, (size_t)t->n_test * IDX_PIXELS,
+                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(
+            cudaMemcpy(t->test_labels, test->labels, (size_t)t->n_test, cudaMemcpyHostToDevice));
         int *ident = (int *)xmalloc((size_t)t->n_test * sizeof(int));
         for (int i = 0; i < t->n_test; i++) ident[i] = i;
         t->test_order = (int *)dalloc((size_t)t->n_test * sizeof(int));
-        CUDA_CHECK(cudaMemcpy(t->test_order, ident, (size_t)t->n_test * sizeof(int), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->test_order, ident, (size_t)t->n_test * sizeof(int),
+                              cudaMemcpyHostToDevice));
         free(ident);
     }
     t->order = (int *)dalloc((size_t)n_train * sizeof(int));
     CUDA_CHECK(cudaMallocHost(&t->h_order, (size_t)n_train * sizeof(int)));
     CUDA_CHECK(cudaMallocHost(&t->h_next_order, (size_t)n_train * sizeof(int)));
     for (int i = 0; i < n_train; i++) t->h_order[i] = i;
-    CUDA_CHECK(cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(
+        cudaMemcpy(t->order, t->h_order, (size_t)n_train * sizeof(int), cudaMemcpyHostToDevice));
     draw_next_order(t);
     t->params = (float *)dalloc(pb);
     t->vel = (float *)dalloc(pb);
@@ -292,16 +318,18 @@ static void trainer_set_params(Trainer *t, const float *host_params, float lr, f
 {
     t->lr = lr;
     t->mu = mu;
-    CUDA_CHECK(cudaMemcpy(t->params, host_params, t->l.total * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(
+        cudaMemcpy(t->params, host_params, t->l.total * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(t->vel, 0, t->l.total * sizeof(float)));
 }
 
 static void trainer_destroy(Trainer *t)
 {
     if (t->impl->family->destroy) t->impl->family->destroy(t);
-    void *dev[] = {t->pixels, t->labels, t->test_pixels, t->test_labels, t->order, t->test_order, t->params,
-                   t->vel, t->x, t->xt, t->z1, t->dz2, t->dz1, t->y, t->cursor, t->correct, t->step_loss,
-                   t->eval_loss};
+    void *dev[] = {t->pixels,     t->labels,    t->test_pixels, t->test_labels, t->order,
+                   t->test_order, t->params,    t->vel,         t->x,           t->xt,
+                   t->z1,         t->dz2,       t->dz1,         t->y,           t->cursor,
+                   t->correct,    t->step_loss, t->eval_loss};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i]) CUDA_CHECK(cudaFree(dev[i]));
     for (int g = 0; g < 2; g++)
@@ -346,8 +374,9 @@ static double evaluate_with(Trainer *t, double *loss, EvalForward forward)
     for (int first = 0; first < t->n_test; first += t->batch) {
         int b = t->n_test - first < t->batch ? t->n_test - first : t->batch;
         forward(t, &src, first, b);
-        launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, b,
-                                   t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch, t->correct);
+        launch_output_layer<false>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2,
+                                   t->y, b, t->hidden, NULL, NULL, t->eval_loss, NULL, t->batch,
+                                   t->correct);
     }
     return test_pass_result(t, loss);
 }
@@ -360,6 +389,9 @@ static void forward_fp32(Trainer *t, const MlpSource *src, int first, int rows)
     gemm(t, rows, t->hidden, IDX_PIXELS, 1.0f, t->x, t->params + t->l.w1, 0.0f, t->z1);
 }
 
-static double evaluate_fp32(Trainer *t, double *loss) { return evaluate_with(t, loss, forward_fp32); }
+static double evaluate_fp32(Trainer *t, double *loss)
+{
+    return evaluate_with(t, loss, forward_fp32);
+}
 
 #endif

@@ -50,7 +50,8 @@ __global__ void mlp_xent_naive(const float *p, const int *y, float *loss, float 
     if (r >= rows) return;
     loss[r] = -logf(fmaxf(p[(size_t)r * MLP_CLASSES + y[r]], 1.17549435e-38f));
     for (int c = 0; c < MLP_CLASSES; c++)
-        dz2[(size_t)r * MLP_CLASSES + c] = (p[(size_t)r * MLP_CLASSES + c] - (c == y[r] ? 1.0f : 0.0f)) / rows;
+        dz2[(size_t)r * MLP_CLASSES + c] =
+            (p[(size_t)r * MLP_CLASSES + c] - (c == y[r] ? 1.0f : 0.0f)) / rows;
 }
 
 /* out[c] = sum over rows of m[r][c]: one thread per column, so a warp reads 32

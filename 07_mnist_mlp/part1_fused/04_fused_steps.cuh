@@ -16,11 +16,13 @@ static void step_fused_core(Trainer *t, int batch, float lr, float mu, const Mlp
 {
     const MlpLayout *l = &t->l;
     int H = t->hidden;
-    float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2, *b2 = t->params + l->b2;
+    float *W1 = t->params + l->w1, *b1 = t->params + l->b1, *W2 = t->params + l->w2,
+          *b2 = t->params + l->b2;
     gemm(t, batch, H, IDX_PIXELS, 1.0f, t->x, W1, 1.0f, t->z1); /* z1 cleared by the gather */
-    launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2, t->step_loss, t->cursor,
-                              t->batch, NULL);
-    launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1, t->cursor);
+    launch_output_layer<true>(t->z1, b1, W2, b2, t->y, batch, H, t->dz2, t->vel + l->b2,
+                              t->step_loss, t->cursor, t->batch, NULL);
+    launch_hidden_backward(t->z1, b1, t->dz2, W2, batch, H, t->dz1, t->vel + l->w2, t->vel + l->b1,
+                           t->cursor);
     gemm(t, IDX_PIXELS, H, batch, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1);
     MlpBatch dst = fused_batch(t);
     launch_update(t->params, t->vel, l->total, lr, mu, next, t->cursor, t->n_train, t->batch, &dst);
@@ -52,27 +54,44 @@ static void fused_stage(Trainer *t, int stage)
     MlpSource src = train_source(t);
     MlpBatch dst = fused_batch(t);
     switch (stage) {
-    case 0: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 1.0f, t->z1); break;
-    case 1: launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2, t->params + l->b2, t->y, B, H,
-                                      t->dz2, t->vel + l->b2, t->step_loss, NULL, B, NULL); break;
-    case 2: launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H, t->dz1,
-                                   t->vel + l->w2, t->vel + l->b1, NULL); break;
-    case 3: gemm(t, IDX_PIXELS, H, B, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1); break;
-    default: launch_update(t->params, t->vel, l->total, 0.0f, 1.0f, &src, t->cursor, t->n_train, B, &dst); break;
+        case 0: gemm(t, B, H, IDX_PIXELS, 1.0f, t->x, t->params + l->w1, 1.0f, t->z1); break;
+        case 1:
+            launch_output_layer<true>(t->z1, t->params + l->b1, t->params + l->w2,
+                                      t->params + l->b2, t->y, B, H, t->dz2, t->vel + l->b2,
+                                      t->step_loss, NULL, B, NULL);
+            break;
+        case 2:
+            launch_hidden_backward(t->z1, t->params + l->b1, t->dz2, t->params + l->w2, B, H,
+                                   t->dz1, t->vel + l->w2, t->vel + l->b1, NULL);
+            break;
+        case 3: gemm(t, IDX_PIXELS, H, B, 1.0f, t->xt, t->dz1, 1.0f, t->vel + l->w1); break;
+        default:
+            launch_update(t->params, t->vel, l->total, 0.0f, 1.0f, &src, t->cursor, t->n_train, B,
+                          &dst);
+            break;
     }
 }
 
-static const char *const FUSED_STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward", "gemm_dW1",
-                                                "update_and_gather"};
-static const StepStages FUSED_STAGES = {(int)(sizeof FUSED_STAGE_NAMES / sizeof FUSED_STAGE_NAMES[0]),
-                                        FUSED_STAGE_NAMES, fused_stage, NULL};
+static const char *const FUSED_STAGE_NAMES[] = {"gemm_forward", "output_layer", "hidden_backward",
+                                                "gemm_dW1", "update_and_gather"};
+static const StepStages FUSED_STAGES = {
+    (int)(sizeof FUSED_STAGE_NAMES / sizeof FUSED_STAGE_NAMES[0]), FUSED_STAGE_NAMES, fused_stage,
+    NULL};
 
 static const StepFamily FUSED_STEPS = {
-    .fused = 1, .capturable = 1,
-    .create = NULL, .destroy = NULL,
-    .begin_epoch = gather_first_batch, .step = step_fused, .evaluate = evaluate_fp32,
-    .tolerances = NULL, .stages = &FUSED_STAGES,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
+    .fused = 1,
+    .capturable = 1,
+    .create = NULL,
+    .destroy = NULL,
+    .begin_epoch = gather_first_batch,
+    .step = step_fused,
+    .evaluate = evaluate_fp32,
+    .tolerances = NULL,
+    .stages = &FUSED_STAGES,
+    .epoch = NULL,
+    .unsupported = NULL,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
 };
 
 #endif

@@ -1,14 +1,14 @@
-/* Chapter 07: the plans of the fused step's two products, chosen by timing them inside a
- * CUDA graph. Chapter 05's model picks a tile and a split count from each product's shape,
- * fitted to products timed one launch at a time, where a launch costs more and every extra
- * block of a split costs its share. Inside the epoch graph a launch costs less, and the
- * model's choice is not always the fastest there: a thinner tile split more ways, or more K
- * ranges than the model's, can win. So, as torch.compile's max-autotune does for its kernels, a trainer times a few plans next to the
- * model's, each as 20 launches in a row captured in one graph, and keeps the fastest. Any
- * plan computes the same product (only the order of the sums changes), so the choice can
- * only change the time. A product the model gives to gemv, to two launches or to a padded
- * B keeps the model's plan. The tensor-core trainers' products (tc_tune, below) are timed
- * the same way over the one choice chapter 05's wgmma split-K leaves: how many K ranges. */
+/* Chapter 07: the plans of the fused step's two products, chosen by timing them inside a CUDA
+ * graph. Chapter 05's model picks a tile and a split count from each product's shape, fitted to
+ * products timed one launch at a time, where a launch costs more and every extra block of a split
+ * costs its share. Inside the epoch graph a launch costs less, and the model's choice is not always
+ * the fastest there: a thinner tile split more ways, or more K ranges than the model's, can win.
+ * So, as torch.compile's max-autotune does for its kernels, a trainer times a few plans next to the
+ * model's, each as 20 launches in a row captured in one graph, and keeps the fastest. Any plan
+ * computes the same product (only the order of the sums changes), so the choice can only change the
+ * time. A product the model gives to gemv, to two launches or to a padded B keeps the model's plan.
+ * The tensor-core trainers' products (tc_tune, below) are timed the same way over the one choice
+ * chapter 05's wgmma split-K leaves: how many K ranges. */
 #ifndef CH07_GEMM_TUNE_CUH
 #define CH07_GEMM_TUNE_CUH
 
@@ -35,7 +35,10 @@ typedef struct {
 /* Stream capture on the per-thread default stream (where every launch of the chapter
  * goes), and the executable graph of what was captured; driver/epochs.cuh builds the step and
  * epoch graphs with the same two. */
-static void begin_capture(void) { CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal)); }
+static void begin_capture(void)
+{
+    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+}
 
 static cudaGraphExec_t end_capture(void)
 {
@@ -47,7 +50,10 @@ static cudaGraphExec_t end_capture(void)
     return exec;
 }
 
-static void gemm_tune_replay(void *exec) { CUDA_CHECK(cudaGraphLaunch(*(cudaGraphExec_t *)exec, cudaStreamPerThread)); }
+static void gemm_tune_replay(void *exec)
+{
+    CUDA_CHECK(cudaGraphLaunch(*(cudaGraphExec_t *)exec, cudaStreamPerThread));
+}
 
 /* Microseconds of one launch(ctx): the median of GEMM_TUNE_REPLAYS replays of a graph of
  * GEMM_TUNE_LAUNCHES launches in a row, divided by the launches, after GEMM_TUNE_WARM_MS of
@@ -134,8 +140,8 @@ static TunedGemm gemm_tune(const char *who, int M, int N, int K, const float *A,
     char chosen[96], model[96];
     sgemm_model_describe(sgemm_best_machine(), &t.plan, chosen, sizeof chosen);
     sgemm_model_describe(sgemm_best_machine(), &p0, model, sizeof model);
-    printf("  %s: %dx%dx%d in a graph: %s, %.2f us (the model's %s: %.2f us)\n", who, M, N, K, chosen, best_us,
-           model, model_us);
+    printf("  %s: %dx%dx%d in a graph: %s, %.2f us (the model's %s: %.2f us)\n", who, M, N, K,
+           chosen, best_us, model, model_us);
     return t;
 }
 
@@ -148,15 +154,13 @@ typedef struct {
 } TunedTc;
 
 /* C += A . Bt^T with tc_wgmma_splitk_by(splits), into a scratch C. */
-template <typename T>
-struct TcCall {
+template <typename T> struct TcCall {
     int M, N, K, splits;
     const T *A, *Bt;
     float *C;
 };
 
-template <typename T>
-static void tc_call(const void *ctx)
+template <typename T> static void tc_call(const void *ctx)
 {
     const TcCall<T> *c = (const TcCall<T> *)ctx;
     tc_wgmma_splitk_by(c->M, c->N, c->K, 1.0f, c->A, c->Bt, 1.0f, c->C, c->splits);
@@ -175,7 +179,8 @@ static TunedTc tc_tune(const char *who, int M, int N, int K, const T *A, const T
     float *C = gemm_tune_scratch(M, N);
     double best_us = 0.0, model_us = 0.0;
     for (int s = 1; s <= k_tiles; s++) {
-        int ranges = sgemm_ceil_div(k_tiles, sgemm_ceil_div(k_tiles, s)); /* what the launch makes of s */
+        /* what the launch makes of s */
+        int ranges = sgemm_ceil_div(k_tiles, sgemm_ceil_div(k_tiles, s));
         if (ranges == last && s != model) continue;
         last = ranges;
         TcCall<T> call = {M, N, K, s, A, Bt, C};
@@ -184,8 +189,10 @@ static TunedTc tc_tune(const char *who, int M, int N, int K, const T *A, const T
         if (best_us == 0.0 || us < best_us) best_us = us, t.splits = s;
     }
     CUDA_CHECK(cudaFree(C));
-    printf("  %s: %dx%dx%d in a graph: wgmma split-K with %d splits, %.2f us (chapter 05's %d: %.2f us)\n", who, M,
-           N, K, t.splits, best_us, model, model_us);
+    printf(
+        "  %s: %dx%dx%d in a graph: wgmma split-K with %d splits, %.2f us (chapter 05's %d: %.2f "
+        "us)\n",
+        who, M, N, K, t.splits, best_us, model, model_us);
     return t;
 }
 

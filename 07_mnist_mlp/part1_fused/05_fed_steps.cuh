@@ -10,8 +10,8 @@
 
 /* What the fed step keeps beyond the Trainer's buffers. */
 typedef struct {
-    DoubleBuffer feed;               /* two device slots of one batch */
-    unsigned char *h_stage;          /* ... and the two pinned host halves they are copied from */
+    DoubleBuffer feed;      /* two device slots of one batch */
+    unsigned char *h_stage; /* ... and the two pinned host halves they are copied from */
     cudaStream_t copy_stream;
 } FedBuffers;
 
@@ -50,11 +50,14 @@ static void step_fed(Trainer *t, int step, int batch, float lr, float mu)
     CUDA_CHECK(cudaEventSynchronize(db->filled[s])); /* the last copy out of this half is done */
     for (int b = 0; b < batch; b++) {
         int img = t->h_order[first + b];
-        memcpy(stage + (size_t)b * IDX_PIXELS, t->train_host->pixels + (size_t)img * IDX_PIXELS, IDX_PIXELS);
+        memcpy(stage + (size_t)b * IDX_PIXELS, t->train_host->pixels + (size_t)img * IDX_PIXELS,
+               IDX_PIXELS);
         stage[label_at + b] = t->train_host->labels[img];
     }
-    CUDA_CHECK(cudaMemcpyAsync(slot, stage, (size_t)batch * IDX_PIXELS, cudaMemcpyHostToDevice, f->copy_stream));
-    CUDA_CHECK(cudaMemcpyAsync(slot + label_at, stage + label_at, (size_t)batch, cudaMemcpyHostToDevice, f->copy_stream));
+    CUDA_CHECK(cudaMemcpyAsync(slot, stage, (size_t)batch * IDX_PIXELS, cudaMemcpyHostToDevice,
+                               f->copy_stream));
+    CUDA_CHECK(cudaMemcpyAsync(slot + label_at, stage + label_at, (size_t)batch,
+                               cudaMemcpyHostToDevice, f->copy_stream));
     double_buffer_end_fill(db, s, f->copy_stream);
     double_buffer_begin_use(db, s, cudaStreamPerThread);
     MlpSource src = {slot, slot + label_at, NULL, t->mean, t->std};
@@ -65,11 +68,19 @@ static void step_fed(Trainer *t, int step, int batch, float lr, float mu)
 }
 
 static const StepFamily FED_STEPS = {
-    .fused = 1, .capturable = 0,
-    .create = fed_create, .destroy = fed_destroy,
-    .begin_epoch = NULL, .step = step_fed, .evaluate = evaluate_fp32,
-    .tolerances = NULL, .stages = NULL,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
+    .fused = 1,
+    .capturable = 0,
+    .create = fed_create,
+    .destroy = fed_destroy,
+    .begin_epoch = NULL,
+    .step = step_fed,
+    .evaluate = evaluate_fp32,
+    .tolerances = NULL,
+    .stages = NULL,
+    .epoch = NULL,
+    .unsupported = NULL,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
 };
 
 #endif

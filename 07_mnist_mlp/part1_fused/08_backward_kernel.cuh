@@ -1,10 +1,12 @@
 /* Chapter 07: the backward pass and the update of the optimized trainer in one launch,
- * mlp_backward_sgd (part1_fused/08_three_launch_steps.cuh runs it after the forward product and the output layer).
+ * mlp_backward_sgd (part1_fused/08_three_launch_steps.cuh runs it after the forward product and the
+ * output layer).
  *
- * The fused step (part1_fused/04_fused_steps.cuh) spends three launches after its output layer: the hidden
- * backward (dz1, dW2, db1), chapter 05's dW1 product and the update with the next batch's
- * gather. Inside the epoch graph each costs a few microseconds whatever its size: a
- * kernel's ramp, its chain of dependent loads and its drain, not its bytes or FLOPs. Here the three are one kernel. The product it is built around:
+ * The fused step (part1_fused/04_fused_steps.cuh) spends three launches after its output layer: the
+ * hidden backward (dz1, dW2, db1), chapter 05's dW1 product and the update with the next batch's
+ * gather. Inside the epoch graph each costs a few microseconds whatever its size: a kernel's ramp,
+ * its chain of dependent loads and its drain, not its bytes or FLOPs. Here the three are one
+ * kernel. The product it is built around:
  *
  *      dW1 (784 x H)  =  x^T (784 x B)  .  dz1 (B x H)          K = the batch
  *
@@ -24,13 +26,13 @@
  *     share into the velocity with chapter 05's 16-byte atomics and takes a ticket (an atomic
  *     count per tile); the block that draws the last ticket knows every share has landed and
  *     steps the tile. A ticket costs a round trip to L2, far less than an extra launch.
- *   - W2's and b1's gradients are sums over the batch of a1 dz2 and of dz1: the blocks of
- *     the first row of tiles hold them for their units, and the tile's last block (or its
- *     only one) steps W2's rows and b1 for those units; tile 0's also steps b2. But every
- *     block of the grid reads W2 and b1 to make its dz1, so no block may overwrite them while
- *     others still read. These 11 thousand parameters (b1, W2, b2) are double-buffered: a
- *     step reads one copy and writes its result into the other, which the next step reads
- *     (part1_fused/08_three_launch_steps.cuh alternates them). W1 is stepped in place: nothing here reads it.
+ *   - W2's and b1's gradients are sums over the batch of a1 dz2 and of dz1: the blocks of the first
+ *     row of tiles hold them for their units, and the tile's last block (or its only one) steps
+ *     W2's rows and b1 for those units; tile 0's also steps b2. But every block of the grid reads
+ *     W2 and b1 to make its dz1, so no block may overwrite them while others still read. These 11
+ *     thousand parameters (b1, W2, b2) are double-buffered: a step reads one copy and writes its
+ *     result into the other, which the next step reads (part1_fused/08_three_launch_steps.cuh
+ *     alternates them). W1 is stepped in place: nothing here reads it.
  *   - Extra blocks at the front of the grid gather the next step's batch (x, the labels, z1
  *     cleared for the next forward product) into the other half of the step's double
  *     buffers: this step's x and z1 are still being read. At the front, their short jobs
@@ -39,11 +41,11 @@
  * The velocity holds mu v from the step before (kernels.cuh's convention); the step adds
  * its gradient g, v = mu v + g, moves w -= lr v and leaves mu v for the next step.
  *
- * The bf16 trainer runs the same kernel with S = MlpBf16: x arrives in bf16 (its gather
- * writes bf16), dz1 is rounded to bf16 as it is made (into rows of its own: the product
- * reads both with ldmatrix), the product is mma.sync on the tensor cores
- * (part2_tensor_cores/02_bf16_backward_mma.cuh), and the SGD step of a W1 tile also writes the tile, new
- * values rounded to bf16, into W1t, the forward product's operand (H x 784).
+ * The bf16 trainer runs the same kernel with S = MlpBf16: x arrives in bf16 (its gather writes
+ * bf16), dz1 is rounded to bf16 as it is made (into rows of its own: the product reads both with
+ * ldmatrix), the product is mma.sync on the tensor cores
+ * (part2_tensor_cores/02_bf16_backward_mma.cuh), and the SGD step of a W1 tile also writes the
+ * tile, new values rounded to bf16, into W1t, the forward product's operand (H x 784).
  *
  * What it costs: every row of tiles makes dz1 again for its rows (25 times with 32-row
  * tiles), which the three launches do once. At a small batch the launches it saves weigh
@@ -62,9 +64,9 @@ typedef SgemmSplitWideCfg MlpBwdWideCfg; /* 64 x 128, 8 x 8 outputs a thread */
 typedef SgemmThinMCfg MlpBwdThinCfg;     /* 32 x 128, 4 x 8 outputs a thread */
 static const char *const MLP_BWD_TILE_NAMES[MLP_BWD_NTILES] = {"64x128", "32x128"};
 
-#define MLP_BWD_MAX_K 128 /* batch rows a block takes at most (its shared memory) */
+#define MLP_BWD_MAX_K 128    /* batch rows a block takes at most (its shared memory) */
 #define MLP_BWD_MIN_BLOCKS 4 /* blocks an SM must fit: at most 128 registers a thread */
-#define MLP_BWD_K_STEP 16 /* a range is whole BK slices of both tiles */
+#define MLP_BWD_K_STEP 16    /* a range is whole BK slices of both tiles */
 
 /* How the launch cuts the product: the tile, and K (the batch) in ranges of k_rows rows. */
 typedef struct {
@@ -73,27 +75,26 @@ typedef struct {
     int splits; /* ranges: ceil(batch / k_rows) */
 } MlpBwdPlan;
 
-/* One launch, with the batch and the product in S's precision: MlpFp32 (the optimized
- * trainer: fp32 FMAs) or MlpBf16 (the bf16 trainer: x and dz1 in bf16 on tensor cores,
- * part2_tensor_cores/02_bf16_backward_mma.cuh). The caller fills the first group of fields, launch_backward_sgd
- * the rest. */
-template <typename S>
-struct MlpBwdArgsOf {
-    const typename S::T *x;    /* this step's batch (rows x 784) */
-    const float *z1, *dz2;     /* z1 (rows x H, no bias), dz2 (rows x 10) */
-    float *w1, *v1;            /* W1 (784 x H) and its velocity, stepped in place */
-    bf16 *w1t;                 /* MlpBf16: W1 transposed (H x 784), rewritten from the stepped tiles */
-    MlpSmall in, out;          /* b1, W2, b2 as this step reads them, and where it writes them */
-    int hidden, w2, b2;        /* H, and W2's and b2's offsets in `in` and `out` */
-    int rows;                  /* this step's batch rows */
+/* One launch, with the batch and the product in S's precision: MlpFp32 (the optimized trainer: fp32
+ * FMAs) or MlpBf16 (the bf16 trainer: x and dz1 in bf16 on tensor cores,
+ * part2_tensor_cores/02_bf16_backward_mma.cuh). The caller fills the first group of fields,
+ * launch_backward_sgd the rest. */
+template <typename S> struct MlpBwdArgsOf {
+    const typename S::T *x; /* this step's batch (rows x 784) */
+    const float *z1, *dz2;  /* z1 (rows x H, no bias), dz2 (rows x 10) */
+    float *w1, *v1;         /* W1 (784 x H) and its velocity, stepped in place */
+    bf16 *w1t;              /* MlpBf16: W1 transposed (H x 784), rewritten from the stepped tiles */
+    MlpSmall in, out;       /* b1, W2, b2 as this step reads them, and where it writes them */
+    int hidden, w2, b2;     /* H, and W2's and b2's offsets in `in` and `out` */
+    int rows;               /* this step's batch rows */
     float lr, mu;
-    int *tickets;              /* one per tile of dW1 (mlp_bwd_tile_count), all 0 between launches */
-    MlpSource src;             /* the next batch: next_rows rows (0: none) from position */
+    int *tickets;  /* one per tile of dW1 (mlp_bwd_tile_count), all 0 between launches */
+    MlpSource src; /* the next batch: next_rows rows (0: none) from position */
     int next_start, next_rows; /* next_start of src, into next */
     MlpBatchOf<S> next;
     /* the launch's geometry, from the plan */
     int k_rows, splits, tiles_n, gemm_blocks, gather_blocks; /* gemm_blocks: tiles x splits */
-    bool vec;                  /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
+    bool vec; /* H % 4 == 0: rows of z1 and W1 take 16-byte copies, loads and atomics */
 };
 typedef MlpBwdArgsOf<MlpFp32> MlpBwdArgs;
 
@@ -103,8 +104,7 @@ typedef MlpBwdArgsOf<MlpFp32> MlpBwdArgs;
  *   Bs   z1 rows r0.., units n0..n0+BN-1, fp32 (fp32: dz1 replaces it in place)
  *   Ds   bf16 only: dz1 rounded, padded rows
  *   s_dz2, 10 a row */
-template <typename Cfg, typename S>
-struct MlpBwdSmem {
+template <typename Cfg, typename S> struct MlpBwdSmem {
     static constexpr bool MMA = sizeof(typename S::T) == 2;
     static constexpr int A_ROW = MMA ? MlpMmaWarps<Cfg>::A_ROW / 2 : Cfg::AS;
     static constexpr int D_ROW = MMA ? MlpMmaWarps<Cfg>::B_ROW / 2 : 0;
@@ -119,23 +119,27 @@ struct MlpBwdSmem {
  *   s_dz2 [k_rows][10]
  * Rows past the batch and columns past the matrix are zero-filled. */
 template <typename Cfg, typename S>
-__device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgsOf<S> &a, float *As, float *Bs, float *s_dz2,
-                                                      int m0, int n0, int r0, int nr)
+__device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgsOf<S> &a, float *As,
+                                                      float *Bs, float *s_dz2, int m0, int n0,
+                                                      int r0, int nr)
 {
-    constexpr int PER = 16 / sizeof(typename S::T), A_ROW = MlpBwdSmem<Cfg, S>::A_ROW; /* pixels a copy */
+    /* PER: pixels a copy */
+    constexpr int PER = 16 / sizeof(typename S::T), A_ROW = MlpBwdSmem<Cfg, S>::A_ROW;
     static_assert(IDX_PIXELS % PER == 0, "rows of x are whole 16-byte pieces");
     const int H = a.hidden, tid = threadIdx.x;
     for (int i = tid; i < a.k_rows * (Cfg::BM / PER); i += Cfg::THREADS) {
         int k = i / (Cfg::BM / PER), m = i % (Cfg::BM / PER) * PER;
         bool ok = k < nr && m0 + m < IDX_PIXELS;
         const typename S::T *src = ok ? a.x + (size_t)(r0 + k) * IDX_PIXELS + m0 + m : a.x;
-        sgemm_cp_async16_zfill(As + k * A_ROW + m * (int)sizeof(typename S::T) / 4, (const float *)src, ok);
+        sgemm_cp_async16_zfill(As + k * A_ROW + m * (int)sizeof(typename S::T) / 4,
+                               (const float *)src, ok);
     }
     if (a.vec) {
         for (int i = tid; i < a.k_rows * (Cfg::BN / 4); i += Cfg::THREADS) {
             int k = i / (Cfg::BN / 4), u = i % (Cfg::BN / 4) * 4;
             bool ok = k < nr && n0 + u < H;
-            sgemm_cp_async16_zfill(Bs + k * Cfg::BN + u, ok ? a.z1 + (size_t)(r0 + k) * H + n0 + u : a.z1, ok);
+            sgemm_cp_async16_zfill(Bs + k * Cfg::BN + u,
+                                   ok ? a.z1 + (size_t)(r0 + k) * H + n0 + u : a.z1, ok);
         }
     } else {
         for (int i = tid; i < a.k_rows * Cfg::BN; i += Cfg::THREADS) {
@@ -157,10 +161,9 @@ __device__ __forceinline__ void mlp_bwd_copy_operands(const MlpBwdArgsOf<S> &a, 
  * arithmetic). With GRADS (the first row of tiles) also the sums over the rows of a1 dz2
  * (the unit's row of dW2) and of dz1 (its db1); the other blocks skip those ten FMAs a row.
  * Rows past the batch hold zeros in dz2, so they add nothing. */
-template <typename Cfg, typename S, bool GRADS>
-__device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, typename S::T *Ds, int d_row, const float *s_dz2,
-                                                   int k_rows, int u, float bias, const float (&w)[MLP_CLASSES],
-                                                   float (&g)[MLP_CLASSES + 1])
+template <typename Cfg, typename S, bool GRADS> __device__ __forceinline__ void
+mlp_bwd_dz1_column(float *Bs, typename S::T *Ds, int d_row, const float *s_dz2, int k_rows, int u,
+                   float bias, const float (&w)[MLP_CLASSES], float (&g)[MLP_CLASSES + 1])
 {
     static_assert(MLP_CLASSES % 2 == 0, "a row of dz2 is whole float2s");
 #pragma unroll 4
@@ -184,8 +187,9 @@ __device__ __forceinline__ void mlp_bwd_dz1_column(float *Bs, typename S::T *Ds,
 /* Waits for the operands, then makes dz1 (thread u owning unit n0 + u), and in the first
  * row of tiles (m0 == 0) this thread's sums for W2's row and b1. */
 template <typename Cfg, typename S>
-__device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgsOf<S> &a, float *Bs, typename S::T *Ds, int d_row,
-                                                 const float *s_dz2, int m0, int n0, float (&g)[MLP_CLASSES + 1])
+__device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgsOf<S> &a, float *Bs,
+                                                 typename S::T *Ds, int d_row, const float *s_dz2,
+                                                 int m0, int n0, float (&g)[MLP_CLASSES + 1])
 {
     static_assert(Cfg::BN == Cfg::THREADS, "a thread owns one hidden unit of the tile");
     int u = threadIdx.x, j = n0 + u;
@@ -199,15 +203,16 @@ __device__ __forceinline__ void mlp_bwd_make_dz1(const MlpBwdArgsOf<S> &a, float
     g[MLP_CLASSES] = 0.0f;
     sgemm_cp_async_wait<0>();
     __syncthreads();
-    if (m0 == 0) mlp_bwd_dz1_column<Cfg, S, true>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
-    else mlp_bwd_dz1_column<Cfg, S, false>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
+    if (m0 == 0)
+        mlp_bwd_dz1_column<Cfg, S, true>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
+    else
+        mlp_bwd_dz1_column<Cfg, S, false>(Bs, Ds, d_row, s_dz2, a.k_rows, u, bias, w, g);
 }
 
 /* This thread's TM x TN outputs (chapter 05's warp-tiled layout) into the block's BM x BN
  * tile in shared memory, BN floats a row. */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_bwd_stage_tile(float *stage, const float (&acc)[Cfg::TM][Cfg::TN], int row,
-                                                   int col)
+template <typename Cfg> __device__ __forceinline__ void
+mlp_bwd_stage_tile(float *stage, const float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
 {
 #pragma unroll
     for (int i = 0; i < Cfg::TM; i++) {
@@ -224,10 +229,11 @@ __device__ __forceinline__ void mlp_bwd_stage_tile(float *stage, const float (&a
 template <typename Cfg, typename S>
 __device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgsOf<S> &a, int g, float *smem)
 {
-    mlp_clear(a.next, (size_t)g * Cfg::THREADS + threadIdx.x, (size_t)a.gather_blocks * Cfg::THREADS);
-    mlp_gather_tile_in<S, Cfg::THREADS / MLP_TILE>((float (*)[MLP_TILE + 1])smem, a.src, a.next_start,
-                                                         a.next_rows, a.next, g, threadIdx.x % MLP_TILE,
-                                                         threadIdx.x / MLP_TILE);
+    mlp_clear(a.next, (size_t)g * Cfg::THREADS + threadIdx.x,
+              (size_t)a.gather_blocks * Cfg::THREADS);
+    mlp_gather_tile_in<S, Cfg::THREADS / MLP_TILE>((float(*)[MLP_TILE + 1]) smem, a.src,
+                                                   a.next_start, a.next_rows, a.next, g,
+                                                   threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
 }
 
 /* The tile's product, x^T dz1 over the block's rows, and where it goes: with one K range,
@@ -236,8 +242,9 @@ __device__ __forceinline__ void mlp_bwd_gather(const MlpBwdArgsOf<S> &a, int g, 
  * in chapter 05's warp tiles, added from the registers; MlpBf16: mma.sync on the bf16
  * operands (part2_tensor_cores/02_bf16_backward_mma.cuh), added from the stage. */
 template <typename Cfg, typename S>
-__device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const float *As, const float *Bs,
-                                                const float *Ds, float *stage, int m0, int n0)
+__device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const float *As,
+                                                const float *Bs, const float *Ds, float *stage,
+                                                int m0, int n0)
 {
     if constexpr (MlpBwdSmem<Cfg, S>::MMA) {
         float acc[2][MlpMmaWarps<Cfg>::NT][4] = {};
@@ -245,8 +252,9 @@ __device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const 
         __syncthreads();
         mlp_mma_stage<Cfg>(stage, acc);
         __syncthreads();
-        if (a.splits > 1) mlp_stage_atomic_add<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.v1, stage, m0, n0, IDX_PIXELS,
-                                                                               a.hidden, a.vec);
+        if (a.splits > 1)
+            mlp_stage_atomic_add<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.v1, stage, m0, n0, IDX_PIXELS,
+                                                                 a.hidden, a.vec);
     } else {
         int row, col;
         sgemm_thread_origin<Cfg>(threadIdx.x, &row, &col);
@@ -254,7 +262,8 @@ __device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const 
         for (int k = 0; k < a.k_rows; k += Cfg::BK)
             sgemm_tile_multiply<Cfg>(As + k * Cfg::AS, Bs + k * Cfg::BN, acc, row, col);
         if (a.splits > 1) {
-            sgemm_tile_atomic_add4<Cfg>(a.v1, IDX_PIXELS, a.hidden, 1.0f, a.vec, acc, m0 + row, n0 + col);
+            sgemm_tile_atomic_add4<Cfg>(a.v1, IDX_PIXELS, a.hidden, 1.0f, a.vec, acc, m0 + row,
+                                        n0 + col);
             return;
         }
         __syncthreads();
@@ -265,13 +274,12 @@ __device__ __forceinline__ void mlp_bwd_product(const MlpBwdArgsOf<S> &a, const 
 
 /* The SGD step of the W1 tile at (m0, n0), gradient g staged (NULL: in v already); for
  * MlpBf16 the stepped tile also goes out into W1t (through the stage). */
-template <typename Cfg, typename S>
-__device__ __forceinline__ void mlp_bwd_step_w1(const MlpBwdArgsOf<S> &a, float *stage, const float *g, int m0,
-                                                int n0)
+template <typename Cfg, typename S> __device__ __forceinline__ void
+mlp_bwd_step_w1(const MlpBwdArgsOf<S> &a, float *stage, const float *g, int m0, int n0)
 {
     constexpr bool MMA = MlpBwdSmem<Cfg, S>::MMA;
-    mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, g, MMA ? stage : NULL, m0, n0, IDX_PIXELS, a.hidden,
-                                                 a.lr, a.mu, a.vec);
+    mlp_sgd_tile<Cfg::BM, Cfg::BN, Cfg::THREADS>(a.w1, a.v1, g, MMA ? stage : NULL, m0, n0,
+                                                 IDX_PIXELS, a.hidden, a.lr, a.mu, a.vec);
     if constexpr (MMA) {
         __syncthreads();
         mlp_w1t_from_stage<Cfg::BM, Cfg::BN>(a.w1t, stage, m0, n0, a.hidden);
@@ -281,7 +289,8 @@ __device__ __forceinline__ void mlp_bwd_step_w1(const MlpBwdArgsOf<S> &a, float 
 /* mlp_backward_sgd: blocks [0, gather_blocks) gather the next batch, the rest are the
  * tiles of dW1 times the K ranges (the ranges of a tile side by side). */
 template <typename Cfg, typename S>
-__global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward_sgd(const MlpBwdArgsOf<S> a)
+__global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS)
+    mlp_backward_sgd(const MlpBwdArgsOf<S> a)
 {
     typedef MlpBwdSmem<Cfg, S> L;
     extern __shared__ float4 mlp_bwd_smem[];
@@ -303,13 +312,16 @@ __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward
      * at once when the block is the tile's only one, else added up in in.v */
     {
         float g[MLP_CLASSES + 1];
-        if constexpr (L::MMA) mlp_bwd_make_dz1<Cfg>(a, Bs, (bf16 *)Ds, L::D_ROW * 2, s_dz2, m0, n0, g);
-        else mlp_bwd_make_dz1<Cfg>(a, Bs, Bs, Cfg::BN, s_dz2, m0, n0, g);
+        if constexpr (L::MMA)
+            mlp_bwd_make_dz1<Cfg>(a, Bs, (bf16 *)Ds, L::D_ROW * 2, s_dz2, m0, n0, g);
+        else
+            mlp_bwd_make_dz1<Cfg>(a, Bs, Bs, Cfg::BN, s_dz2, m0, n0, g);
         if (m0 == 0 && a.splits == 1) {
             mlp_bwd_step_unit(a, j, g, tile == 0);
         } else if (m0 == 0 && j < H && nr > 0) {
 #pragma unroll
-            for (int c = 0; c < MLP_CLASSES; c++) atomicAdd(a.in.v + a.w2 + j * MLP_CLASSES + c, g[c]);
+            for (int c = 0; c < MLP_CLASSES; c++)
+                atomicAdd(a.in.v + a.w2 + j * MLP_CLASSES + c, g[c]);
             atomicAdd(a.in.v + j, g[MLP_CLASSES]);
         }
     }
@@ -331,7 +343,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, MLP_BWD_MIN_BLOCKS) mlp_backward
 
 /* ------------------------------------------------------------------ host side */
 
-static inline int mlp_bwd_round_k(int rows) { return (rows + MLP_BWD_K_STEP - 1) / MLP_BWD_K_STEP * MLP_BWD_K_STEP; }
+static inline int mlp_bwd_round_k(int rows)
+{
+    return (rows + MLP_BWD_K_STEP - 1) / MLP_BWD_K_STEP * MLP_BWD_K_STEP;
+}
 
 /* The plan for a tile and a range length (rounded up to whole slices). */
 static inline MlpBwdPlan mlp_bwd_plan(int tile, int batch, int k_rows)
@@ -346,17 +361,18 @@ static inline MlpBwdPlan mlp_bwd_plan(int tile, int batch, int k_rows)
  * several (tickets), W1 rows of 16-byte and of single floats. */
 static inline MlpBwdPlan mlp_bwd_default_plan(int batch)
 {
-    return batch <= 32 ? mlp_bwd_plan(MLP_BWD_THIN, batch, batch) : mlp_bwd_plan(MLP_BWD_WIDE, batch, 32);
+    return batch <= 32 ? mlp_bwd_plan(MLP_BWD_THIN, batch, batch)
+                       : mlp_bwd_plan(MLP_BWD_WIDE, batch, 32);
 }
 
 /* Tickets a launch may need: one per tile (the 32-row tiles have the most). */
 static inline int mlp_bwd_tile_count(int hidden)
 {
-    return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) * sgemm_ceil_div(hidden, MlpBwdThinCfg::BN);
+    return sgemm_ceil_div(IDX_PIXELS, MlpBwdThinCfg::BM) *
+           sgemm_ceil_div(hidden, MlpBwdThinCfg::BN);
 }
 
-template <typename Cfg, typename S>
-static inline size_t mlp_bwd_smem_bytes(int k_rows)
+template <typename Cfg, typename S> static inline size_t mlp_bwd_smem_bytes(int k_rows)
 {
     size_t operands = (size_t)k_rows * MlpBwdSmem<Cfg, S>::ROW, stage = (size_t)Cfg::BM * Cfg::BN;
     size_t most = operands > stage ? operands : stage, gather = MLP_TILE * (MLP_TILE + 1);
@@ -364,16 +380,14 @@ static inline size_t mlp_bwd_smem_bytes(int k_rows)
 }
 
 /* Whether this GPU gives a block the plan's shared memory. */
-template <typename S>
-static inline bool mlp_bwd_fits(const MlpBwdPlan *p)
+template <typename S> static inline bool mlp_bwd_fits(const MlpBwdPlan *p)
 {
     size_t bytes = p->tile == MLP_BWD_WIDE ? mlp_bwd_smem_bytes<MlpBwdWideCfg, S>(p->k_rows)
                                            : mlp_bwd_smem_bytes<MlpBwdThinCfg, S>(p->k_rows);
     return p->k_rows <= MLP_BWD_MAX_K && bytes <= (size_t)sgemm_smem_limit();
 }
 
-template <typename Cfg, typename S>
-static inline void mlp_bwd_run(MlpBwdArgsOf<S> a)
+template <typename Cfg, typename S> static inline void mlp_bwd_run(MlpBwdArgsOf<S> a)
 {
     static unsigned long long set_on = 0; /* bit d: the shared memory limit raised on device d */
     int dev;
@@ -381,7 +395,8 @@ static inline void mlp_bwd_run(MlpBwdArgsOf<S> a)
     size_t bytes = mlp_bwd_smem_bytes<Cfg, S>(a.k_rows);
     if (dev >= 64 || !((set_on >> dev) & 1)) {
         size_t most = mlp_bwd_smem_bytes<Cfg, S>(MLP_BWD_MAX_K), limit = (size_t)sgemm_smem_limit();
-        CUDA_CHECK(cudaFuncSetAttribute(mlp_backward_sgd<Cfg, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(mlp_backward_sgd<Cfg, S>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)(most < limit ? most : limit)));
         if (dev < 64) set_on |= 1ull << dev;
     }
@@ -394,14 +409,16 @@ static inline void mlp_bwd_run(MlpBwdArgsOf<S> a)
 
 /* The backward pass and SGD step of a (its first group of fields filled in) with plan p,
  * and the gather of its next batch, if any. */
-template <typename S>
-static inline void launch_backward_sgd(const MlpBwdPlan *p, MlpBwdArgsOf<S> a)
+template <typename S> static inline void launch_backward_sgd(const MlpBwdPlan *p, MlpBwdArgsOf<S> a)
 {
     a.k_rows = p->k_rows, a.splits = p->splits;
-    a.vec = a.hidden % 4 == 0 && sgemm_aligned16(a.z1) && sgemm_aligned16(a.w1) && sgemm_aligned16(a.v1);
+    a.vec = a.hidden % 4 == 0 && sgemm_aligned16(a.z1) && sgemm_aligned16(a.w1) &&
+            sgemm_aligned16(a.v1);
     a.gather_blocks = a.next_rows > 0 ? mlp_gather_blocks(a.next_rows) : 0;
-    if (p->tile == MLP_BWD_WIDE) mlp_bwd_run<MlpBwdWideCfg>(a);
-    else mlp_bwd_run<MlpBwdThinCfg>(a);
+    if (p->tile == MLP_BWD_WIDE)
+        mlp_bwd_run<MlpBwdWideCfg>(a);
+    else
+        mlp_bwd_run<MlpBwdThinCfg>(a);
 }
 
 #endif

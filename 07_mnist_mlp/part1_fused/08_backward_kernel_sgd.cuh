@@ -1,5 +1,5 @@
-/* Chapter 07: the SGD steps the backward kernel (part1_fused/08_backward_kernel.cuh) takes inside itself,
- * where a gradient is complete, instead of in an update launch of their own:
+/* Chapter 07: the SGD steps the backward kernel (part1_fused/08_backward_kernel.cuh) takes inside
+ * itself, where a gradient is complete, instead of in an update launch of their own:
  *
  *   mlp_last_ticket     which of a tile's blocks adds the last share of its gradient (and
  *                       so may step it): a ticket from an atomic count
@@ -49,8 +49,8 @@ __device__ __forceinline__ bool mlp_last_ticket(int *counter, int count)
  * (g NULL: the gradient is in in.v already, added by the tile's blocks), w -= lr v, and mu v
  * stored. in.v is read past L1 (other blocks' atomics put it in L2); all loads come before
  * any store. */
-template <int N, typename Args>
-__device__ __forceinline__ void mlp_bwd_step_small(const Args &a, const int (&at)[N], const float *g)
+template <int N, typename Args> __device__ __forceinline__ void
+mlp_bwd_step_small(const Args &a, const int (&at)[N], const float *g)
 {
     float mv[N], mw[N];
 #pragma unroll
@@ -66,8 +66,8 @@ __device__ __forceinline__ void mlp_bwd_step_small(const Args &a, const int (&at
 /* Unit j's row of W2 and b1[j], with this block's sums g (W2's row, then b1) or, g NULL,
  * with what the tile's blocks added into in.v; and b2 when `with_b2` (thread j < 10 steps
  * b2[j]; its gradient came from the output layer). */
-template <typename Args>
-__device__ __forceinline__ void mlp_bwd_step_unit(const Args &a, int j, const float *g, bool with_b2)
+template <typename Args> __device__ __forceinline__ void
+mlp_bwd_step_unit(const Args &a, int j, const float *g, bool with_b2)
 {
     if (j < a.hidden) {
         int at[MLP_CLASSES + 1];
@@ -83,7 +83,8 @@ __device__ __forceinline__ void mlp_bwd_step_unit(const Args &a, int j, const fl
 }
 
 /* 16-byte load past L1 (or element by element at the edge), zeros outside the matrix. */
-__device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int col, int rows, int cols, bool vec)
+__device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int col, int rows,
+                                               int cols, bool vec)
 {
     if (row >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float *p = base + (size_t)row * cols + col;
@@ -96,14 +97,15 @@ __device__ __forceinline__ float4 mlp_load4_cg(const float *base, int row, int c
     return r;
 }
 
-/* The SGD step on the BM x BN tile of W1 at (m0, n0) (W1: rows x cols): v = v + g with g
- * the tile's gradient staged in shared memory (BN floats a row; NULL: already in v), then
- * w -= lr v and v = mu v; the new w also into w_out (shared, laid out as g; NULL: not). Consecutive threads take consecutive float4 of a row (coalesced),
- * and each issues up to 8 float4 loads of v and 8 of w before its stores: two memory
- * latencies for a 64 x 128 tile, not one per float4. */
+/* The SGD step on the BM x BN tile of W1 at (m0, n0) (W1: rows x cols): v = v + g with g the tile's
+ * gradient staged in shared memory (BN floats a row; NULL: already in v), then w -= lr v and
+ * v = mu v; the new w also into w_out (shared, laid out as g; NULL: not). Consecutive threads take
+ * consecutive float4 of a row (coalesced), and each issues up to 8 float4 loads of v and 8 of w
+ * before its stores: two memory latencies for a 64 x 128 tile, not one per float4. */
 template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, float *w_out, int m0, int n0,
-                                             int rows, int cols, float lr, float mu, bool vec)
+__device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g, float *w_out,
+                                             int m0, int n0, int rows, int cols, float lr, float mu,
+                                             bool vec)
 {
     constexpr int QR = BN / 4, PER = BM * QR / THREADS, BATCH = PER < 8 ? PER : 8;
     static_assert(BM * QR % THREADS == 0 && PER % BATCH == 0, "whole batches of float4s");
@@ -127,7 +129,8 @@ __device__ __forceinline__ void mlp_sgd_tile(float *w, float *v, const float *g,
             float4 np = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
             sgemm_write4(w, r, c, rows, cols, vec, np);
             if (w_out) *(float4 *)(w_out + (i / QR) * BN + i % QR * 4) = np;
-            sgemm_write4(v, r, c, rows, cols, vec, make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w));
+            sgemm_write4(v, r, c, rows, cols, vec,
+                         make_float4(mu * m.x, mu * m.y, mu * m.z, mu * m.w));
         }
     }
 }

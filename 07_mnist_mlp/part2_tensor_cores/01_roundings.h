@@ -1,11 +1,12 @@
-/* Chapter 07: the low-precision copies of the tensor-core trainers (part2_tensor_cores/01_tc_steps.cuh) as pure
- * functions: how an fp32 value is rounded to bf16 or to TF32 (chapter 05's tc_round.h,
- * which also rounds chapter 05's TF32 check inputs), how bf16 values are packed for one wide
- * store, and where the kernels of part2_tensor_cores/01_tc_kernels.cuh write their transposed
- * copies. Plain C: the kernels and the host test tests/host/test_07_lowp.c include the
- * same functions, except that the kernels round to bf16 with the GPU's own instruction
- * (MlpBf16::pack2 in part2_tensor_cores/01_tc_kernels.cuh: the same bits for every finite value, one instruction
- * for two values where this integer code takes five or six a value).
+/* Chapter 07: the low-precision copies of the tensor-core trainers
+ * (part2_tensor_cores/01_tc_steps.cuh) as pure functions: how an fp32 value is rounded to bf16 or
+ * to TF32 (chapter 05's tc_round.h, which also rounds chapter 05's TF32 check inputs), how bf16
+ * values are packed for one wide store, and where the kernels of
+ * part2_tensor_cores/01_tc_kernels.cuh write their transposed copies. Plain C: the kernels and the
+ * host test tests/host/test_07_lowp.c include the same functions, except that the kernels round to
+ * bf16 with the GPU's own instruction (MlpBf16::pack2 in part2_tensor_cores/01_tc_kernels.cuh: the
+ * same bits for every finite value, one instruction for two values where this integer code takes
+ * five or six a value).
  *
  *   bf16: 1 sign, 8 exponent, 7 stored mantissa bits (8 significant): fp32's upper half.
  *         Rounded to nearest, ties to even (as __float2bfloat16_rn), the largest relative
@@ -28,7 +29,10 @@
 #endif
 
 /* The value of bf16 bits, exactly, as an fp32. */
-static inline MLP_HD float mlp_bf16_float(unsigned short h) { return tc_bits_float((unsigned)h << 16); }
+static inline MLP_HD float mlp_bf16_float(unsigned short h)
+{
+    return tc_bits_float((unsigned)h << 16);
+}
 
 /* v rounded to bf16, as an fp32 (what the tensor cores multiply). */
 static inline MLP_HD float mlp_round_bf16(float v) { return mlp_bf16_float(tc_bf16_bits(v)); }
@@ -91,8 +95,9 @@ static inline MLP_HD int mlp_column_vector(int rows, int row0, int count)
 
 /* ------------------------------------------------------------------ --check */
 
-/* The tolerances of --check for both tensor-core trainers, in CheckTolerances' order (loss,
- * z1, dz2, v(W1) and v(b1), v(W2) and v(b2), parameters); why they are these: part2_tensor_cores/01_tc_steps.cuh. */
+/* The tolerances of --check for both tensor-core trainers, in CheckTolerances' order (loss, z1,
+ * dz2, v(W1) and v(b1), v(W2) and v(b2), parameters); why they are these:
+ * part2_tensor_cores/01_tc_steps.cuh. */
 #define MLP_TC_TOLERANCES 1e-4, 5e-4, 5e-4, 3e-3, 5e-4, 2e-4
 
 #endif

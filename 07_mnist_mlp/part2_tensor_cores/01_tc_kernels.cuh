@@ -1,4 +1,5 @@
-/* Chapter 07: the kernels of the tensor-core trainers (tf32, bf16; part2_tensor_cores/01_tc_steps.cuh).
+/* Chapter 07: the kernels of the tensor-core trainers (tf32, bf16;
+ * part2_tensor_cores/01_tc_steps.cuh).
  *
  * Their two big products are chapter 05's tensor-core GEMMs (tc_best_tf32, tc_best_bf16),
  * whose contract (05_matmul_tiled/tc_common.cuh) is C = alpha A B + beta C with A (M x K)
@@ -9,10 +10,10 @@
  *   dW1       vW1 (784 x H) += xt (784 x B)    . dz1         Bt = dz1t (H x B)
  *
  * and each copy is written by a kernel that touches the data anyway, rounded on the way
- * (part2_tensor_cores/01_roundings.h): the gather writes x and xt (kernels.cuh's gather, stored through the
- * precision's MlpBf16 or MlpTf32 below), the hidden backward writes dz1t instead of dz1
- * (kernels.cuh), and the update kernel here writes W1t while it updates W1. The master
- * weights, the velocity and z1 stay fp32.
+ * (part2_tensor_cores/01_roundings.h): the gather writes x and xt (kernels.cuh's gather, stored
+ * through the precision's MlpBf16 or MlpTf32 below), the hidden backward writes dz1t instead of dz1
+ * (kernels.cuh), and the update kernel here writes W1t while it updates W1. The master weights, the
+ * velocity and z1 stay fp32.
  *
  *   mlp_update_tc   the fused update of the tensor-core step: in one grid, the gather of
  *                   the next batch, W1 updated tile by tile with each tile's transpose
@@ -42,14 +43,17 @@ struct MlpBf16 {
         return *(const unsigned *)&h;
     }
     static __device__ __forceinline__ bf16 cvt(float v) { return __float2bfloat16_rn(v); }
-    /* 8 values as one 16-byte store (part2_tensor_cores/01_roundings.h's pairs: element 2i in the low half of word i) */
+    /* 8 values as one 16-byte store (part2_tensor_cores/01_roundings.h's pairs: element 2i in the
+       low half of word i) */
     static __device__ __forceinline__ void store8(bf16 *p, const float (&v)[8])
     {
-        *(uint4 *)p = make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+        *(uint4 *)p =
+            make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
     }
 };
 
-/* TF32 operands: fp32 storage, each value rounded to TF32 (part2_tensor_cores/01_roundings.h says why not truncated). */
+/* TF32 operands: fp32 storage, each value rounded to TF32 (part2_tensor_cores/01_roundings.h says
+ * why not truncated). */
 struct MlpTf32 {
     typedef float T;
     static constexpr bool TC = true;
@@ -84,8 +88,8 @@ static inline void tc_gemm_acc(int M, int N, int K, const float *A, const float 
  * along its rows (k = k0 + tx), so both sides are coalesced, and the shared tile's padding
  * column keeps the transposed reads free of bank conflicts. Thread (tx, ty) of 32 x 8. */
 template <typename S, bool UPDATE>
-__device__ __forceinline__ void mlp_w1_tile(float *w1, float *v1, int in, int hidden, float lr, float mu,
-                                            typename S::T *w1t, int tile, int tx, int ty)
+__device__ __forceinline__ void mlp_w1_tile(float *w1, float *v1, int in, int hidden, float lr,
+                                            float mu, typename S::T *w1t, int tile, int tx, int ty)
 {
     __shared__ float s_w[MLP_W1_TILE][MLP_W1_TILE + 1];
     int k0, j0;
@@ -119,11 +123,10 @@ __device__ __forceinline__ void mlp_w1_tile(float *w1, float *v1, int in, int hi
  *   [.., + w1_blocks)                  W1 updated tile by tile, and W1t written from it;
  *   [.., end)                          b1, W2 and b2 (from offset l.b1, a multiple of 4, to
  *                                      the end of the array) in the float4 grid-stride pass. */
-template <typename S>
-__global__ void __launch_bounds__(MLP_UPDATE_THREADS)
-mlp_update_tc(float *w, float *v, const MlpLayout l, float lr, float mu, int gather_blocks, int w1_blocks,
-              const MlpSource src, const int *cursor, int n_train, int batch, const MlpBatchOf<S> dst,
-              typename S::T *w1t)
+template <typename S> __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
+    mlp_update_tc(float *w, float *v, const MlpLayout l, float lr, float mu, int gather_blocks,
+                  int w1_blocks, const MlpSource src, const int *cursor, int n_train, int batch,
+                  const MlpBatchOf<S> dst, typename S::T *w1t)
 {
     int block = blockIdx.x;
     if (block < gather_blocks) {
@@ -132,23 +135,25 @@ mlp_update_tc(float *w, float *v, const MlpLayout l, float lr, float mu, int gat
     }
     block -= gather_blocks;
     if (block < w1_blocks) {
-        mlp_w1_tile<S, true>(w + l.w1, v + l.w1, l.in, l.hidden, lr, mu, w1t, block, threadIdx.x % MLP_W1_TILE,
-                             threadIdx.x / MLP_W1_TILE);
+        mlp_w1_tile<S, true>(w + l.w1, v + l.w1, l.in, l.hidden, lr, mu, w1t, block,
+                             threadIdx.x % MLP_W1_TILE, threadIdx.x / MLP_W1_TILE);
         return;
     }
     block -= w1_blocks;
-    mlp_update_range(w + l.b1, v + l.b1, (l.total - l.b1) / 4, lr, mu, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x,
+    mlp_update_range(w + l.b1, v + l.b1, (l.total - l.b1) / 4, lr, mu,
+                     (size_t)block * MLP_UPDATE_THREADS + threadIdx.x,
                      (size_t)(gridDim.x - gather_blocks - w1_blocks) * MLP_UPDATE_THREADS);
 }
 
 /* The update of a tensor-core step, with the gather of up to `batch` rows from position
  * *cursor of `next` into dst, and W1t rewritten from the new W1. */
 template <typename S>
-static inline void launch_update_tc(float *w, float *v, const MlpLayout *l, float lr, float mu, const MlpSource *next,
-                                    const int *cursor, int n_train, int batch, const MlpBatchOf<S> *dst,
-                                    typename S::T *w1t)
+static inline void launch_update_tc(float *w, float *v, const MlpLayout *l, float lr, float mu,
+                                    const MlpSource *next, const int *cursor, int n_train,
+                                    int batch, const MlpBatchOf<S> *dst, typename S::T *w1t)
 {
-    static_assert(MLP_W1_TILE * MLP_W1_ROWS == MLP_UPDATE_THREADS, "a W1 tile is a block of 32 x 8 threads");
+    static_assert(MLP_W1_TILE * MLP_W1_ROWS == MLP_UPDATE_THREADS,
+                  "a W1 tile is a block of 32 x 8 threads");
     int gather_blocks = mlp_gather_blocks(batch), w1_blocks = mlp_w1_tiles(l->in, l->hidden);
     int rest_blocks = vadd_grid((long long)((l->total - l->b1) / 4));
     mlp_update_tc<S><<<gather_blocks + w1_blocks + rest_blocks, MLP_UPDATE_THREADS>>>(
@@ -157,18 +162,18 @@ static inline void launch_update_tc(float *w, float *v, const MlpLayout *l, floa
 }
 
 /* mlp_make_w1t: W1t from W1, one tile a block, nothing updated. */
-template <typename S>
-__global__ void __launch_bounds__(MLP_UPDATE_THREADS)
-mlp_make_w1t(float *w1, int in, int hidden, typename S::T *w1t)
+template <typename S> __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
+    mlp_make_w1t(float *w1, int in, int hidden, typename S::T *w1t)
 {
-    mlp_w1_tile<S, false>(w1, NULL, in, hidden, 0.0f, 1.0f, w1t, blockIdx.x, threadIdx.x % MLP_W1_TILE,
-                          threadIdx.x / MLP_W1_TILE);
+    mlp_w1_tile<S, false>(w1, NULL, in, hidden, 0.0f, 1.0f, w1t, blockIdx.x,
+                          threadIdx.x % MLP_W1_TILE, threadIdx.x / MLP_W1_TILE);
 }
 
 template <typename S>
 static inline void launch_make_w1t(float *w1, const MlpLayout *l, typename S::T *w1t)
 {
-    mlp_make_w1t<S><<<mlp_w1_tiles(l->in, l->hidden), MLP_UPDATE_THREADS>>>(w1, l->in, l->hidden, w1t);
+    mlp_make_w1t<S>
+        <<<mlp_w1_tiles(l->in, l->hidden), MLP_UPDATE_THREADS>>>(w1, l->in, l->hidden, w1t);
     CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
-/* Chapter 07: the bf16 trainer's dW1 product inside the backward kernel (part1_fused/08_backward_kernel.cuh),
- * on tensor cores: mma.sync m16n8k16 of chapter 05 (05_matmul_tiled/tc_mma.cuh), fed by
- * ldmatrix from the operands the kernel already holds in shared memory.
+/* Chapter 07: the bf16 trainer's dW1 product inside the backward kernel
+ * (part1_fused/08_backward_kernel.cuh), on tensor cores: mma.sync m16n8k16 of chapter 05
+ * (05_matmul_tiled/tc_mma.cuh), fed by ldmatrix from the operands the kernel already holds in
+ * shared memory.
  *
  *      dW1 tile (BM pixels x BN units)  =  x^T (BM x k_rows)  .  dz1 (k_rows x BN)
  *
@@ -19,7 +20,8 @@
 #ifndef CH07_KERNELS_BACKWARD_MMA_CUH
 #define CH07_KERNELS_BACKWARD_MMA_CUH
 
-#include "07_mnist_mlp/part2_tensor_cores/01_tc_kernels.cuh" /* MlpBf16; chapter 05's mma.sync (tc_mma.cuh) */
+/* MlpBf16; chapter 05's mma.sync (tc_mma.cuh) */
+#include "07_mnist_mlp/part2_tensor_cores/01_tc_kernels.cuh"
 
 #define MLP_MMA_PAD 8 /* bf16 of padding at the end of each shared row */
 
@@ -33,11 +35,11 @@ __device__ __forceinline__ void mlp_ldsm_x4_trans(uint32_t (&r)[4], uint32_t add
 
 /* How the block's warps share the tile: 32 rows (two 16-row m-tiles) each, as many warps
  * across as that leaves: 64x128 tiles as 2 x 2 warps of 32 x 64, 32x128 as 1 x 4 of 32 x 32. */
-template <typename Cfg>
-struct MlpMmaWarps {
+template <typename Cfg> struct MlpMmaWarps {
     static constexpr int M = Cfg::BM / 32, N = Cfg::THREADS / 32 / M, WN = Cfg::BN / N, NT = WN / 8;
     static constexpr int A_ROW = Cfg::BM + MLP_MMA_PAD, B_ROW = Cfg::BN + MLP_MMA_PAD; /* bf16 */
-    static_assert(Cfg::BM % 32 == 0 && M * N * 32 == Cfg::THREADS && NT % 2 == 0, "whole 32 x 16 warp tiles");
+    static_assert(Cfg::BM % 32 == 0 && M * N * 32 == Cfg::THREADS && NT % 2 == 0,
+                  "whole 32 x 16 warp tiles");
 };
 
 /* The warp's 32 x WN outputs over the block's k_rows rows (a multiple of 16): per 16 rows,
@@ -52,8 +54,10 @@ __device__ __forceinline__ void mlp_mma_product(const bf16 *As, const bf16 *Bs, 
     typedef MlpMmaWarps<Cfg> W;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8, row = lane % 8;
     const int m_base = warp % W::M * 32, n_base = warp / W::M * W::WN;
-    uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(As + (row + mat / 2 * 8) * W::A_ROW + m_base + mat % 2 * 8);
-    uint32_t b_addr = (uint32_t)__cvta_generic_to_shared(Bs + (row + mat % 2 * 8) * W::B_ROW + n_base + mat / 2 * 8);
+    uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(As + (row + mat / 2 * 8) * W::A_ROW +
+                                                         m_base + mat % 2 * 8);
+    uint32_t b_addr = (uint32_t)__cvta_generic_to_shared(Bs + (row + mat % 2 * 8) * W::B_ROW +
+                                                         n_base + mat / 2 * 8);
     for (int k = 0; k < k_rows; k += 16) {
         uint32_t a[2][4], b[W::NT][2], r[4];
 #pragma unroll
@@ -72,8 +76,8 @@ __device__ __forceinline__ void mlp_mma_product(const bf16 *As, const bf16 *Bs, 
 
 /* The warp's accumulators into the block's BM x BN fp32 tile in shared memory (BN floats a
  * row): c[0], c[1] at row g, columns 2q, 2q + 1 of each 16 x 8 tile, c[2], c[3] 8 rows down. */
-template <typename Cfg>
-__device__ __forceinline__ void mlp_mma_stage(float *stage, const float (&acc)[2][MlpMmaWarps<Cfg>::NT][4])
+template <typename Cfg> __device__ __forceinline__ void
+mlp_mma_stage(float *stage, const float (&acc)[2][MlpMmaWarps<Cfg>::NT][4])
 {
     typedef MlpMmaWarps<Cfg> W;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -90,9 +94,8 @@ __device__ __forceinline__ void mlp_mma_stage(float *stage, const float (&acc)[2
 
 /* The tile staged in shared memory (BM x BN, BN floats a row) added into C (rows x cols)
  * at (m0, n0) with 16-byte atomics where the rows allow (vec), else float by float. */
-template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void mlp_stage_atomic_add(float *C, const float *stage, int m0, int n0, int rows,
-                                                     int cols, bool vec)
+template <int BM, int BN, int THREADS> __device__ __forceinline__ void
+mlp_stage_atomic_add(float *C, const float *stage, int m0, int n0, int rows, int cols, bool vec)
 {
     constexpr int QR = BN / 4;
     for (int i = threadIdx.x; i < BM * QR; i += THREADS) {
@@ -113,8 +116,8 @@ __device__ __forceinline__ void mlp_stage_atomic_add(float *C, const float *stag
  * new W1 values staged in shared memory (BM pixels x BN units, BN floats a row): thread u
  * writes unit n0 + u's row, 8 pixels (16 bytes) a store; it reads a column of the stage,
  * consecutive threads consecutive columns (no bank conflicts). */
-template <int BM, int BN>
-__device__ __forceinline__ void mlp_w1t_from_stage(bf16 *w1t, const float *stage, int m0, int n0, int hidden)
+template <int BM, int BN> __device__ __forceinline__ void
+mlp_w1t_from_stage(bf16 *w1t, const float *stage, int m0, int n0, int hidden)
 {
     static_assert(IDX_PIXELS % 8 == 0 && BM % 8 == 0, "whole 16-byte pieces of a W1t row");
     int u = threadIdx.x, j = n0 + u;

@@ -1,5 +1,5 @@
-/* Chapter 07, part three: how the data-parallel trainer (part3_data_parallel/03_dp_trainer.cuh) cuts the work.
- * Plain C: tests/host/test_07_data_parallel.c checks it without a GPU.
+/* Chapter 07, part three: how the data-parallel trainer (part3_data_parallel/03_dp_trainer.cuh)
+ * cuts the work. Plain C: tests/host/test_07_data_parallel.c checks it without a GPU.
  *
  *   - Global batch s is images s*B .. s*B + B - 1 of the epoch's order (the last batch
  *     shorter). GPU g of N takes the slice of rows first .. first + rows - 1 of it: B / N
@@ -20,7 +20,9 @@
 
 #define DP_BUCKET_ROWS 16
 
-typedef struct { int first, rows; } DpSlice;
+typedef struct {
+    int first, rows;
+} DpSlice;
 
 /* Rows of global batch s: the batch, or what is left for the last one. */
 static inline int dp_batch_rows(int n_train, int batch, int s)
@@ -44,7 +46,8 @@ static inline int dp_cut_order(const int *order, int n_train, int batch, int gpu
     int at = 0, steps = (n_train + batch - 1) / batch;
     for (int s = 0; s < steps; s++) {
         DpSlice sl = dp_slice_of(n_train, batch, gpus, s, g);
-        if (out) memcpy(out + at, order + (size_t)s * batch + sl.first, (size_t)sl.rows * sizeof(int));
+        if (out)
+            memcpy(out + at, order + (size_t)s * batch + sl.first, (size_t)sl.rows * sizeof(int));
         at += sl.rows;
     }
     return at;

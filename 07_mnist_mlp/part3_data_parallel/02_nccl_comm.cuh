@@ -1,4 +1,5 @@
-/* Chapter 07, part three: NCCL for the data-parallel trainer (part3_data_parallel/03_dp_trainer.cuh).
+/* Chapter 07, part three: NCCL for the data-parallel trainer
+ * (part3_data_parallel/03_dp_trainer.cuh).
  *
  * Whether this build has NCCL: the Makefile looks for nccl.h and libnccl (the CUDA
  * toolkit's, else the one of Python's nvidia-nccl package, as PyTorch installs it) and
@@ -32,34 +33,43 @@
 static void dp_require_gpus(const ProgramSpec *spec, int gpus)
 {
 #ifndef HAVE_NCCL
-    cli_fail(spec, "--gpus %d: this mnist_mlp was built without NCCL (none in NCCL_HOME, the CUDA toolkit or "
-                   "Python's nvidia-nccl package when it was built, or NCCL=0: see 07_mnist_mlp/Makefile)", gpus);
+    cli_fail(
+        spec,
+        "--gpus %d: this mnist_mlp was built without NCCL (none in NCCL_HOME, the CUDA toolkit or "
+        "Python's nvidia-nccl package when it was built, or NCCL=0: see 07_mnist_mlp/Makefile)",
+        gpus);
 #else
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) cli_fail(spec, "--gpus %d: no usable CUDA GPU here (%s)", gpus, cudaGetErrorString(err));
-    if (count < gpus) cli_fail(spec, "--gpus %d, but %d GPU%s visible", gpus, count, count == 1 ? " is" : "s are");
+    if (err != cudaSuccess)
+        cli_fail(spec, "--gpus %d: no usable CUDA GPU here (%s)", gpus, cudaGetErrorString(err));
+    if (count < gpus)
+        cli_fail(spec, "--gpus %d, but %d GPU%s visible", gpus, count,
+                 count == 1 ? " is" : "s are");
     cudaDeviceProp p0, p;
     CUDA_CHECK(cudaGetDeviceProperties(&p0, 0));
     for (int g = 1; g < gpus; g++) {
         CUDA_CHECK(cudaGetDeviceProperties(&p, g));
         if (strcmp(p.name, p0.name) || p.multiProcessorCount != p0.multiProcessorCount)
-            cli_fail(spec, "--gpus %d: GPU %d is a %s and GPU 0 a %s; the launchers keep GPU 0's SM count for "
-                           "every GPU, so all must be of one kind (CUDA_VISIBLE_DEVICES picks them)", gpus, g, p.name, p0.name);
+            cli_fail(
+                spec,
+                "--gpus %d: GPU %d is a %s and GPU 0 a %s; the launchers keep GPU 0's SM count for "
+                "every GPU, so all must be of one kind (CUDA_VISIBLE_DEVICES picks them)",
+                gpus, g, p.name, p0.name);
     }
 #endif
 }
 
 #ifdef HAVE_NCCL
 
-#define NCCL_CHECK(call)                                                                    \
-    do {                                                                                    \
-        ncclResult_t r_ = (call);                                                           \
-        if (r_ != ncclSuccess) {                                                            \
+#define NCCL_CHECK(call)                                                                     \
+    do {                                                                                     \
+        ncclResult_t r_ = (call);                                                            \
+        if (r_ != ncclSuccess) {                                                             \
             fprintf(stderr, "NCCL error at %s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, \
-                    #call, ncclGetErrorString(r_), ncclGetLastError(NULL));                 \
-            exit(1);                                                                        \
-        }                                                                                   \
+                    #call, ncclGetErrorString(r_), ncclGetLastError(NULL));                  \
+            exit(1);                                                                         \
+        }                                                                                    \
     } while (0)
 
 /* One process, N GPUs (devices 0 .. N-1): a communicator per GPU from ncclCommInitAll,
@@ -123,7 +133,8 @@ static void dp_allreduce_group(const DpComm *c, float *const *buf, size_t offset
 {
     NCCL_CHECK(ncclGroupStart());
     for (int g = 0; g < c->gpus; g++)
-        NCCL_CHECK(ncclAllReduce(buf[g] + offset, buf[g] + offset, count, ncclFloat, ncclSum, c->comm[g], c->stream[g]));
+        NCCL_CHECK(ncclAllReduce(buf[g] + offset, buf[g] + offset, count, ncclFloat, ncclSum,
+                                 c->comm[g], c->stream[g]));
     NCCL_CHECK(ncclGroupEnd());
 }
 
@@ -150,7 +161,8 @@ static double dp_allreduce_alone_ms(const DpComm *c, const size_t *counts, int p
     for (int r = -3; r < reps; r++) {
         dp_sync_all(c->gpus);
         CUDA_CHECK(cudaEventRecord(start, c->stream[0]));
-        for (size_t i = 0, at = 0; i < (size_t)pieces; at += counts[i], i++) dp_allreduce_group(c, buf, at, counts[i]);
+        for (size_t i = 0, at = 0; i < (size_t)pieces; at += counts[i], i++)
+            dp_allreduce_group(c, buf, at, counts[i]);
         CUDA_CHECK(cudaSetDevice(0));
         CUDA_CHECK(cudaEventRecord(stop, c->stream[0]));
         CUDA_CHECK(cudaEventSynchronize(stop));
@@ -173,7 +185,10 @@ static double dp_allreduce_alone_ms(const DpComm *c, const size_t *counts, int p
 
 /* nccl-tests' bus bandwidth of an all-reduce: the algorithm bandwidth (bytes / time) times
  * 2 (N - 1) / N, what each GPU's link carries in a ring all-reduce; 0 on one GPU. */
-static double dp_busbw_gbs(size_t bytes, double ms, int gpus) { return gbs((double)bytes, ms) * 2.0 * (gpus - 1) / gpus; }
+static double dp_busbw_gbs(size_t bytes, double ms, int gpus)
+{
+    return gbs((double)bytes, ms) * 2.0 * (gpus - 1) / gpus;
+}
 
 #endif /* HAVE_NCCL */
 

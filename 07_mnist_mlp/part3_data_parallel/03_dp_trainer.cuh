@@ -17,11 +17,15 @@
  *     GPU holds the same sum and applies the same arithmetic to the same w and v: the
  *     replicas stay bitwise identical, with no broadcast of the weights.
  *
- * One step, per GPU g (compute: g's per-thread default stream, where every launcher of the
- * chapter launches; comm: g's communication stream of part3_data_parallel/02_nccl_comm.cuh), --buckets 0:
+ * One step, per GPU g (compute: g's per-thread default stream, where every launcher of the chapter
+ * launches; comm: g's communication stream of part3_data_parallel/02_nccl_comm.cuh), --buckets 0:
  *
- *   compute  gemm_forward  output_layer  hidden_backward  gemm_dW1  [ready]            [wait] update_and_gather
- *   comm                                                            [wait] all-reduce(whole gradient) [reduced]
+ *   compute (time flows down)              comm
+ *   gemm_forward, output_layer,
+ *   hidden_backward, gemm_dW1
+ *                            [ready] ----> [wait] all-reduce(whole gradient)
+ *   [wait] <------------------------------ [reduced]
+ *   update_and_gather
  *
  * --buckets K (default 2): dW1, 784 x H and nearly all of the gradient, is computed in K
  * blocks of rows, and each block's all-reduce starts as soon as its rows are done, as
@@ -29,8 +33,15 @@
  * all-reduce also carries b1, W2 and b2 (they follow W1 in the gradient buffer, and are
  * ready before it): K calls, since each call costs tens of µs whatever its size:
  *
- *   compute  forward  output  hidden_bw  dW1 rows 0  [ready]  dW1 rows 1  [ready] ...     [wait] update
- *   comm                                [wait] all-reduce(rows 0)  [wait] ... all-reduce(last rows, b1, W2, b2) [reduced]
+ *   compute                                comm
+ *   gemm_forward, output_layer,
+ *   hidden_backward
+ *   dW1 rows of bucket 0     [ready] ----> [wait] all-reduce(rows of bucket 0)
+ *   dW1 rows of bucket 1     [ready] ----> [wait] all-reduce(rows of bucket 1)
+ *   ...
+ *   dW1 rows of bucket K-1   [ready] ----> [wait] all-reduce(last rows, b1, W2, b2)
+ *   [wait] <------------------------------ [reduced]
+ *   update_and_gather
  *
  * Each all-reduce is one ncclAllReduce per GPU inside ncclGroupStart/End (one thread
  * drives every GPU). The steps are not captured in CUDA graphs: NCCL advises against graph
@@ -41,8 +52,8 @@
  * the fused step: each replica's `order` holds the epoch's order cut into its slices, step
  * after step, so its cursor, loss slots and next-slice gather work unchanged.
  *
- * This file: the replicas and one step; part3_data_parallel/04_dp_epochs.cuh: an epoch, the test pass,
- * the replicas compared, --train --gpus N. */
+ * This file: the replicas and one step; part3_data_parallel/04_dp_epochs.cuh: an epoch, the test
+ * pass, the replicas compared, --train --gpus N. */
 #ifndef CH07_DATA_PARALLEL_CUH
 #define CH07_DATA_PARALLEL_CUH
 
@@ -68,14 +79,21 @@ static void dp_validate_args(const Options *o)
         return;
     }
     if (f->impl || o->kernel)
-        cli_fail(&SPEC, "--gpus %d runs the data-parallel trainer (the fused step on every GPU); --impl and --kernel "
-                        "pick one-GPU trainers: give one or the other", f->gpus);
+        cli_fail(
+            &SPEC,
+            "--gpus %d runs the data-parallel trainer (the fused step on every GPU); --impl and "
+            "--kernel "
+            "pick one-GPU trainers: give one or the other",
+            f->gpus);
     if (f->train && f->batch % f->gpus)
-        cli_fail(&SPEC, "--batch %d is the global batch, split over --gpus %d: it must be a multiple of %d", f->batch,
-                 f->gpus, f->gpus);
+        cli_fail(
+            &SPEC,
+            "--batch %d is the global batch, split over --gpus %d: it must be a multiple of %d",
+            f->batch, f->gpus, f->gpus);
     for (int s = 0; o->check && s < o->nsizes; s++)
         if (o->sizes[s].dim[0] % f->gpus)
-            cli_fail(&SPEC, "-n %lld: the check's global batch must be a multiple of --gpus %d", o->sizes[s].dim[0], f->gpus);
+            cli_fail(&SPEC, "-n %lld: the check's global batch must be a multiple of --gpus %d",
+                     o->sizes[s].dim[0], f->gpus);
     dp_require_gpus(&SPEC, f->gpus);
 }
 
@@ -89,19 +107,23 @@ static void dp_validate_args(const Options *o)
  *     zeroing costs no pass of its own).
  *   blocks [0, gather_blocks): the replica's next slice, as in the fused step. */
 __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
-dp_update_and_gather(float *w, float *v, float *g, size_t n, float lr, float mu, int gather_blocks,
-                     const MlpSource src, const int *cursor, int n_rows, int batch, const MlpBatch dst)
+    dp_update_and_gather(float *w, float *v, float *g, size_t n, float lr, float mu,
+                         int gather_blocks, const MlpSource src, const int *cursor, int n_rows,
+                         int batch, const MlpBatch dst)
 {
     int block = blockIdx.x;
     if (block < gather_blocks) {
-        mlp_gather_next(src, cursor, n_rows, batch, dst, block, gather_blocks); /* the replica's next slice */
+        /* the replica's next slice */
+        mlp_gather_next(src, cursor, n_rows, batch, dst, block, gather_blocks);
         return;
     }
     size_t n4 = n / 4, stride = (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS;
     float4 *w4 = (float4 *)w, *v4 = (float4 *)v, *g4 = (float4 *)g;
-    for (size_t i = (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x; i < n4; i += stride) {
+    for (size_t i = (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x; i < n4;
+         i += stride) {
         float4 p = w4[i], m = v4[i], d = g4[i];
-        m = make_float4(fmaf(mu, m.x, d.x), fmaf(mu, m.y, d.y), fmaf(mu, m.z, d.z), fmaf(mu, m.w, d.w));
+        m = make_float4(fmaf(mu, m.x, d.x), fmaf(mu, m.y, d.y), fmaf(mu, m.z, d.z),
+                        fmaf(mu, m.w, d.w));
         w4[i] = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
         v4[i] = m;
         g4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -113,14 +135,23 @@ dp_update_and_gather(float *w, float *v, float *g, size_t n, float lr, float mu,
 /* A replica is a Trainer of this row: its own buffers come from trainer_create, its test
  * pass is the fp32 one; its steps are dp_step's, never the family's. */
 static const StepFamily DP_REPLICA_STEPS = {
-    .fused = 0, .capturable = 0,
-    .create = NULL, .destroy = NULL,
-    .begin_epoch = NULL, .step = NULL, .evaluate = evaluate_fp32,
-    .tolerances = NULL, .stages = NULL,
-    .epoch = NULL, .unsupported = NULL, .z1_sum = NULL, .next_order_drawn = NULL,
+    .fused = 0,
+    .capturable = 0,
+    .create = NULL,
+    .destroy = NULL,
+    .begin_epoch = NULL,
+    .step = NULL,
+    .evaluate = evaluate_fp32,
+    .tolerances = NULL,
+    .stages = NULL,
+    .epoch = NULL,
+    .unsupported = NULL,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
 };
-static const Impl DP_REPLICA = {"data_parallel", "optimized", &DP_REPLICA_STEPS, GEMM_BEST, FEED_RESIDENT, 0,
-                                GRAPH_NONE, NULL, "fp32"};
+static const Impl DP_REPLICA = {"data_parallel", "optimized",   &DP_REPLICA_STEPS,
+                                GEMM_BEST,       FEED_RESIDENT, 0,
+                                GRAPH_NONE,      NULL,          "fp32"};
 
 /* A timeline of some steps (the bench's --timeline): each launch and all-reduce between
  * two events (06_streams_prefetch/event_timeline.cuh), one row per GPU and stream. Each
@@ -128,10 +159,10 @@ static const Impl DP_REPLICA = {"data_parallel", "optimized", &DP_REPLICA_STEPS,
  * while they are idle, so the rows of different GPUs line up to within the few
  * microseconds the host takes to record them. */
 typedef struct {
-    int first, count, on;                 /* steps first .. first + count - 1 of an epoch */
+    int first, count, on; /* steps first .. first + count - 1 of an epoch */
     Timeline *tl[DP_MAX_GPUS];
     cudaEvent_t origin[DP_MAX_GPUS];
-    char row[DP_MAX_GPUS][2][24];         /* "gpu0 compute", "gpu0 comm", ... */
+    char row[DP_MAX_GPUS][2][24]; /* "gpu0 compute", "gpu0 comm", ... */
 } DpTrace;
 
 /* The all-reduce inside the step, measured on GPU 0 for the first `count` steps of an
@@ -149,16 +180,17 @@ enum { DP_ROW_COMPUTE, DP_ROW_COMM };
 
 typedef struct {
     const DpComm *c;
-    int buckets;                      /* 0: one all-reduce after the whole backward pass */
-    int batch, local_batch;           /* the global batch B, and B / N */
+    int buckets;            /* 0: one all-reduce after the whole backward pass */
+    int batch, local_batch; /* the global batch B, and B / N */
     int n_train, hidden, steps;
-    char name[32];                    /* dp_x2, dp_x2_buckets4, ... */
-    Trainer rep[DP_MAX_GPUS];         /* replica g on device g */
-    float *grad[DP_MAX_GPUS];         /* its gradient, in the parameters' layout */
-    int *h_slices[DP_MAX_GPUS];       /* pinned: the epoch's order cut into its slices */
-    int n_local[DP_MAX_GPUS];         /* rows replica g trains on in an epoch */
+    char name[32];                      /* dp_x2, dp_x2_buckets4, ... */
+    Trainer rep[DP_MAX_GPUS];           /* replica g on device g */
+    float *grad[DP_MAX_GPUS];           /* its gradient, in the parameters' layout */
+    int *h_slices[DP_MAX_GPUS];         /* pinned: the epoch's order cut into its slices */
+    int n_local[DP_MAX_GPUS];           /* rows replica g trains on in an epoch */
     int bucket_row[DP_MAX_BUCKETS + 1]; /* bucket k: dW1 rows bucket_row[k] .. bucket_row[k + 1] */
-    cudaEvent_t ready[DP_MAX_GPUS][DP_MAX_BUCKETS]; /* compute -> comm: bucket k of g's gradient is done (k = 0: all of it, without buckets) */
+    /* compute -> comm: bucket k of g's gradient is done (k = 0: all of it, without buckets) */
+    cudaEvent_t ready[DP_MAX_GPUS][DP_MAX_BUCKETS];
     cudaEvent_t reduced[DP_MAX_GPUS]; /* comm -> compute: every all-reduce of the step has ended */
     DpTrace *trace;                   /* NULL: no timeline */
     DpProbe *probe;                   /* NULL: no in-step measurement */
@@ -175,8 +207,9 @@ static DpSlice dp_slice(const DataParallel *dp, int s, int g)
 
 /* N replicas of a 784-hidden-10 MLP for global batch `batch` (a multiple of N), each with
  * the whole training set (the first n_train images), GPU 0 with the test set too. */
-static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train, int n_train, const IdxDataset *test,
-                      int hidden, int batch, float mean, float std, unsigned long long seed, int buckets)
+static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train, int n_train,
+                      const IdxDataset *test, int hidden, int batch, float mean, float std,
+                      unsigned long long seed, int buckets)
 {
     memset(dp, 0, sizeof *dp);
     dp->c = c;
@@ -186,25 +219,30 @@ static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train
     dp->n_train = n_train;
     dp->hidden = hidden;
     dp->steps = (n_train + batch - 1) / batch;
-    if (buckets) snprintf(dp->name, sizeof dp->name, "dp_x%d_buckets%d", c->gpus, buckets);
-    else snprintf(dp->name, sizeof dp->name, "dp_x%d", c->gpus);
+    if (buckets)
+        snprintf(dp->name, sizeof dp->name, "dp_x%d_buckets%d", c->gpus, buckets);
+    else
+        snprintf(dp->name, sizeof dp->name, "dp_x%d", c->gpus);
     dp_bucket_rows(buckets, dp->bucket_row);
     MlpLayout l = mlp_layout(IDX_PIXELS, hidden);
     for (int g = 0; g < c->gpus; g++) {
         CUDA_CHECK(cudaSetDevice(g));
         size_t free_b, total_b;
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        double need = trainer_bytes(hidden, dp->local_batch, n_train, g == 0 && test ? test->count : 0) +
-                      (double)l.total * sizeof(float);
+        double need =
+            trainer_bytes(hidden, dp->local_batch, n_train, g == 0 && test ? test->count : 0) +
+            (double)l.total * sizeof(float);
         if (need > 0.95 * (double)free_b)
-            cli_fail(&SPEC, "a replica needs %.2f GB of GPU memory but GPU %d has only %.2f GB free", need / 1e9, g,
-                     free_b / 1e9);
-        trainer_create(&dp->rep[g], &DP_REPLICA, train, n_train, g == 0 ? test : NULL, hidden, dp->local_batch, mean,
-                       std, seed);
+            cli_fail(&SPEC,
+                     "a replica needs %.2f GB of GPU memory but GPU %d has only %.2f GB free",
+                     need / 1e9, g, free_b / 1e9);
+        trainer_create(&dp->rep[g], &DP_REPLICA, train, n_train, g == 0 ? test : NULL, hidden,
+                       dp->local_batch, mean, std, seed);
         dp->grad[g] = (float *)dalloc(l.total * sizeof(float));
         CUDA_CHECK(cudaMemset(dp->grad[g], 0, l.total * sizeof(float)));
         CUDA_CHECK(cudaMallocHost(&dp->h_slices[g], (size_t)n_train * sizeof(int)));
-        for (int k = 0; k < dp_ready_events(dp); k++) CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
+        for (int k = 0; k < dp_ready_events(dp); k++)
+            CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[g], cudaEventDisableTiming));
         dp->n_local[g] = dp_cut_order(NULL, n_train, batch, c->gpus, g, NULL);
     }
@@ -269,13 +307,14 @@ static void dp_forward_backward(DataParallel *dp, int g, int rows, float inv_bat
     gemm(t, rows, H, IDX_PIXELS, 1.0f, t->x, P + l->w1, 1.0f, t->z1); /* z1 cleared by the gather */
     dp_op_end(dp, g, DP_ROW_COMPUTE, op);
     op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "output_layer", -1);
-    mlp_output_layer<true><<<rows, MLP_OUT_THREADS>>>(t->z1, P + l->b1, P + l->w2, P + l->b2, t->y, H, inv_batch,
-                                                      t->dz2, grad + l->b2, t->step_loss, t->cursor, t->batch, NULL,
-                                                      NULL);
+    mlp_output_layer<true><<<rows, MLP_OUT_THREADS>>>(
+        t->z1, P + l->b1, P + l->w2, P + l->b2, t->y, H, inv_batch, t->dz2, grad + l->b2,
+        t->step_loss, t->cursor, t->batch, NULL, NULL);
     CHECK_LAUNCH();
     dp_op_end(dp, g, DP_ROW_COMPUTE, op);
     op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "hidden_backward", -1);
-    launch_hidden_backward(t->z1, P + l->b1, t->dz2, P + l->w2, rows, H, t->dz1, grad + l->w2, grad + l->b1, t->cursor);
+    launch_hidden_backward(t->z1, P + l->b1, t->dz2, P + l->w2, rows, H, t->dz1, grad + l->w2,
+                           grad + l->b1, t->cursor);
     dp_op_end(dp, g, DP_ROW_COMPUTE, op);
 }
 
@@ -299,7 +338,8 @@ static void dp_hand_over(DataParallel *dp, int g, int k)
 }
 
 /* Gradient floats offset .. offset + count summed over the GPUs, in place on each. */
-static void dp_allreduce(DataParallel *dp, size_t offset, size_t count, const char *op_name, int chunk)
+static void dp_allreduce(DataParallel *dp, size_t offset, size_t count, const char *op_name,
+                         int chunk)
 {
     int op[DP_MAX_GPUS];
     for (int g = 0; g < dp->c->gpus; g++) {
@@ -319,15 +359,18 @@ static void dp_launch_update(DataParallel *dp, int g, float lr, float mu)
     MlpSource src = train_source(t);
     MlpBatch dst = fused_batch(t);
     int gather_blocks = mlp_gather_blocks(t->batch);
-    dp_update_and_gather<<<gather_blocks + vadd_grid((long long)(t->l.total / 4)), MLP_UPDATE_THREADS>>>(
-        t->params, t->vel, dp->grad[g], t->l.total, lr, mu, gather_blocks, src, t->cursor, dp->n_local[g], t->batch, dst);
+    dp_update_and_gather<<<gather_blocks + vadd_grid((long long)(t->l.total / 4)),
+                           MLP_UPDATE_THREADS>>>(t->params, t->vel, dp->grad[g], t->l.total, lr, mu,
+                                                 gather_blocks, src, t->cursor, dp->n_local[g],
+                                                 t->batch, dst);
     CHECK_LAUNCH();
 }
 
 /* Probe event `which` of step s, on GPU 0 (the current device), when steps are measured. */
 static void dp_probe(const DataParallel *dp, int s, int which, cudaStream_t stream)
 {
-    if (dp->probe && s < dp->probe->count) CUDA_CHECK(cudaEventRecord(dp->probe->ev[which][s], stream));
+    if (dp->probe && s < dp->probe->count)
+        CUDA_CHECK(cudaEventRecord(dp->probe->ev[which][s], stream));
 }
 
 /* Step s of the epoch on every GPU: launches, hand-overs and all-reduces in the order of
@@ -363,7 +406,8 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
                 dp_hand_over(dp, g, k);
                 if (g == 0 && k == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
             }
-            size_t first = l->w1 + (size_t)r0 * H, end = k == K - 1 ? l->total : l->w1 + (size_t)r1 * H;
+            size_t first = l->w1 + (size_t)r0 * H,
+                   end = k == K - 1 ? l->total : l->w1 + (size_t)r1 * H;
             dp_allreduce(dp, first, end - first, "allreduce", k); /* the last: with b1, W2, b2 */
         }
     }

@@ -1,12 +1,12 @@
-/* Chapter 07, part three: --check --gpus N, the data-parallel trainer (part3_data_parallel/03_dp_trainer.cuh)
- * with and without buckets:
+/* Chapter 07, part three: --check --gpus N, the data-parallel trainer
+ * (part3_data_parallel/03_dp_trainer.cuh) with and without buckets:
  *   - driver/check.cuh's epoch of two steps against the double-precision CPU steps, with the
  *     global batch cut over the GPUs (in the smallest case the last batch has fewer rows
  *     than GPUs, so a GPU takes part in a step with no rows at all);
  *   - after each epoch, the replicas against each other, bit for bit (parameters and
  *     velocity);
- *   - an epoch on synthetic data against the one-GPU trainer `epoch_graph` (the same five-launch step) with the same
- *     global batch, weights and order.
+ *   - an epoch on synthetic data against the one-GPU trainer `epoch_graph` (the same five-launch
+ *     step) with the same global batch, weights and order.
  * With --gpus 1 all of it runs on one GPU (NCCL with one rank): the split, the separate
  * gradient, the update and the buckets are checked; only the sum over GPUs is trivial. */
 #ifndef CH07_DATA_PARALLEL_CHECK_CUH
@@ -41,17 +41,23 @@ static int dp_check_case(const DpComm *c, const CheckCase *cc, int buckets, unsi
         poison_device(dp.rep[g].dz2, (size_t)dp.local_batch * MLP_CLASSES * sizeof(float));
     }
     EpochResult r = dp_run_epoch(&dp);
-    if (dp.steps != 2 || memcmp(dp.rep[0].h_order, cc->order, (size_t)cc->n_train * sizeof(int)) != 0) {
-        fprintf(stderr, "internal error: the data-parallel trainer drew another batch order than the check\n");
+    if (dp.steps != 2 ||
+        memcmp(dp.rep[0].h_order, cc->order, (size_t)cc->n_train * sizeof(int)) != 0) {
+        fprintf(
+            stderr,
+            "internal error: the data-parallel trainer drew another batch order than the check\n");
         exit(1);
     }
-    float *z1 = (float *)xmalloc((size_t)B2 * H * sizeof(float)), *dz2 = (float *)xmalloc((size_t)B2 * MLP_CLASSES * sizeof(float));
+    float *z1 = (float *)xmalloc((size_t)B2 * H * sizeof(float)),
+          *dz2 = (float *)xmalloc((size_t)B2 * MLP_CLASSES * sizeof(float));
     for (int g = 0; g < c->gpus; g++) {
         DpSlice sl = dp_slice(&dp, 1, g);
         if (sl.rows == 0) continue;
         CUDA_CHECK(cudaSetDevice(g));
-        CUDA_CHECK(cudaMemcpy(z1 + (size_t)sl.first * H, dp.rep[g].z1, (size_t)sl.rows * H * sizeof(float), cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaMemcpy(dz2 + (size_t)sl.first * MLP_CLASSES, dp.rep[g].dz2, (size_t)sl.rows * MLP_CLASSES * sizeof(float),
+        CUDA_CHECK(cudaMemcpy(z1 + (size_t)sl.first * H, dp.rep[g].z1,
+                              (size_t)sl.rows * H * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(dz2 + (size_t)sl.first * MLP_CLASSES, dp.rep[g].dz2,
+                              (size_t)sl.rows * MLP_CLASSES * sizeof(float),
                               cudaMemcpyDeviceToHost));
     }
     CUDA_CHECK(cudaSetDevice(0));
@@ -60,16 +66,19 @@ static int dp_check_case(const DpComm *c, const CheckCase *cc, int buckets, unsi
     snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
     int fails = check_results(dp.name, &FP32_TOLERANCES, cc, r.loss, z1, dz2, v, np, 1);
     fails += dp_check_replicas(&dp, size);
-    free(z1); free(dz2); free(v); free(np);
+    free(z1);
+    free(dz2);
+    free(v);
+    free(np);
     dp_destroy(&dp);
     return fails;
 }
 
-/* One epoch of 6000 synthetic images, global batch 256 (rounded up to a multiple of N),
- * --hidden units, the training learning rate and momentum, on N GPUs and on one GPU with
- * the trainer `epoch_graph` (the replicas' five-launch step), from the same weights in the same order. Only rounding tells
- * them apart: the gradient is summed in another order (over GPUs, then into v, where the
- * fused step adds it onto mu v), and the split-K products sum in no fixed order at all.
+/* One epoch of 6000 synthetic images, global batch 256 (rounded up to a multiple of N), --hidden
+ * units, the training learning rate and momentum, on N GPUs and on one GPU with the trainer
+ * `epoch_graph` (the replicas' five-launch step), from the same weights in the same order. Only
+ * rounding tells them apart: the gradient is summed in another order (over GPUs, then into v, where
+ * the fused step adds it onto mu v), and the split-K products sum in no fixed order at all.
  * Tolerances:
  *   loss  1e-4 relative: each step's loss is taken before its update, from weights that
  *         differ by the rounding of the steps before;
@@ -101,8 +110,9 @@ static int dp_check_vs_one_gpu(const DpComm *c, unsigned long long seed)
     for (size_t i = 0; i < l.total; i++) moved += ((double)w1[i] - p0[i]) * ((double)w1[i] - p0[i]);
     char size[48], what[96];
     snprintf(size, sizeof size, "%dx%d", B, H);
-    printf("  one epoch of %d synthetic images, batch %d, against the one-GPU trainer epoch_graph (loss %.6f)\n", n, B,
-           one.loss);
+    printf("  one epoch of %d synthetic images, batch %d, against the one-GPU trainer epoch_graph "
+           "(loss %.6f)\n",
+           n, B, one.loss);
     const int variants[2] = {0, dp_buckets()};
     for (int i = 0; i < (variants[1] ? 2 : 1); i++) {
         DataParallel dp;
@@ -111,9 +121,11 @@ static int dp_check_vs_one_gpu(const DpComm *c, unsigned long long seed)
         EpochResult r = dp_run_epoch(&dp);
         float *w = download(dp.rep[0].params, l.total);
         double apart = 0.0;
-        for (size_t k = 0; k < l.total; k++) apart += ((double)w[k] - w1[k]) * ((double)w[k] - w1[k]);
+        for (size_t k = 0; k < l.total; k++)
+            apart += ((double)w[k] - w1[k]) * ((double)w[k] - w1[k]);
         snprintf(what, sizeof what, "%s vs epoch_graph loss", dp.name);
-        fails += !report_check(what, size, isfinite(r.loss) ? fabs(r.loss - one.loss) / one.loss : INFINITY, 1e-4);
+        fails += !report_check(
+            what, size, isfinite(r.loss) ? fabs(r.loss - one.loss) / one.loss : INFINITY, 1e-4);
         snprintf(what, sizeof what, "%s vs epoch_graph weights", dp.name);
         fails += !report_check(what, size, moved > 0.0 ? sqrt(apart / moved) : INFINITY, 1e-2);
         fails += dp_check_replicas(&dp, size);
@@ -135,11 +147,15 @@ static int dp_check(const Options *o)
     dp_comm_create(&c, FLAGS.gpus);
     dp_print_nccl(&c);
     int n = o->nsizes ? o->nsizes : 3, fails = 0, buckets = dp_buckets();
-    printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of the data-parallel trainer on "
-           "%d GPU%s against double-precision CPU steps\n", o->seed, c.gpus, c.gpus > 1 ? "s" : "");
+    printf("\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of the "
+           "data-parallel trainer on "
+           "%d GPU%s against double-precision CPU steps\n",
+           o->seed, c.gpus, c.gpus > 1 ? "s" : "");
     for (int i = 0; i < n; i++) {
-        int B = o->nsizes ? (int)o->sizes[i].dim[0] : (DEFAULT_SHAPES[i][0] + c.gpus - 1) / c.gpus * c.gpus;
-        int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden) : DEFAULT_SHAPES[i][1];
+        int B = o->nsizes ? (int)o->sizes[i].dim[0]
+                          : (DEFAULT_SHAPES[i][0] + c.gpus - 1) / c.gpus * c.gpus;
+        int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden)
+                          : DEFAULT_SHAPES[i][1];
         unsigned long long seed = o->seed + 100 * (unsigned long long)i;
         CheckCase cc;
         check_case_create(&cc, B, H, seed);

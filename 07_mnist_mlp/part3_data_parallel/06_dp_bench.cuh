@@ -3,8 +3,9 @@
  *   - images per second of the data-parallel trainer on one GPU (global batch b) and on N
  *     GPUs (global batch N b), without and with buckets: weak scaling, every GPU's share
  *     of a step the same; the ceiling of an N-GPU row is N times the one-GPU row;
- *   - the one-GPU trainer `epoch_graph` (the same five-launch step) at batch b, the ceiling of the one-GPU row: what the
- *     data-parallel machinery (no graph, events, a separate gradient) costs on one GPU;
+ *   - the one-GPU trainer `epoch_graph` (the same five-launch step) at batch b, the ceiling of the
+ *     one-GPU row: what the data-parallel machinery (no graph, events, a separate gradient) costs
+ *     on one GPU;
  *   - NCCL's own all-reduce of the gradient's size, alone on the GPUs (algbw, busbw), and
  *     the step's all-reduce measured inside the step on GPU 0: its span, and the part
  *     that the backward pass did not hide (exposed);
@@ -37,9 +38,9 @@ static float dp_bench_lr(int batch) { return (float)learning_rate(batch < 1024 ?
 
 typedef struct {
     TrainResult train;
-    double step_ms;       /* the epoch's median time / its steps */
-    double ar_ms;         /* GPU 0, median over the measured steps: first all-reduce begun to last ended */
-    double exposed_ms;    /* ... gradient complete to last all-reduce ended: what the step waited */
+    double step_ms; /* the epoch's median time / its steps */
+    double ar_ms; /* GPU 0, median over the measured steps: first all-reduce begun to last ended */
+    double exposed_ms; /* ... gradient complete to last all-reduce ended: what the step waited */
     int steps;
 } DpBenchResult;
 
@@ -102,8 +103,9 @@ static void dp_write_timeline(DataParallel *dp, FILE *f)
 /* The data-parallel trainer on the GPUs of c, global batch `batch`: --epochs timed epochs
  * (and the test accuracy after them), then one epoch measured inside the steps, then (if
  * timeline is not NULL) one epoch with two steps on the timeline. */
-static DpBenchResult dp_bench_run(const DpComm *c, const Data *d, int n_train, int batch, int hidden, int buckets,
-                                  const float *p0, unsigned long long seed, const char *gpu, FILE *timeline)
+static DpBenchResult dp_bench_run(const DpComm *c, const Data *d, int n_train, int batch,
+                                  int hidden, int buckets, const float *p0, unsigned long long seed,
+                                  const char *gpu, FILE *timeline)
 {
     DpBenchResult res;
     memset(&res, 0, sizeof res);
@@ -120,13 +122,15 @@ static DpBenchResult dp_bench_run(const DpComm *c, const Data *d, int n_train, i
     return res;
 }
 
-/* The one-GPU trainer `epoch_graph` (the fused step the replicas run, whole-epoch graph) on GPU 0. */
-static TrainResult dp_bench_one_gpu(const Data *d, int n_train, int batch, int hidden, const float *p0,
-                                    unsigned long long seed, const char *gpu)
+/* The one-GPU trainer `epoch_graph` (the fused step the replicas run, whole-epoch graph) on
+ * GPU 0. */
+static TrainResult dp_bench_one_gpu(const Data *d, int n_train, int batch, int hidden,
+                                    const float *p0, unsigned long long seed, const char *gpu)
 {
     CUDA_CHECK(cudaSetDevice(0));
     Trainer t;
-    trainer_create(&t, find_impl("epoch_graph"), &d->train, n_train, &d->test, hidden, batch, d->mean, d->std, seed);
+    trainer_create(&t, find_impl("epoch_graph"), &d->train, n_train, &d->test, hidden, batch,
+                   d->mean, d->std, seed);
     trainer_set_params(&t, p0, dp_bench_lr(batch), (float)FLAGS.momentum);
     EpochRunner er = trainer_runner(&t);
     TrainResult r = train_epochs(&er, FLAGS.epochs, gpu, d->name, FLAGS.epoch_csv, 0);
@@ -134,11 +138,15 @@ static TrainResult dp_bench_one_gpu(const Data *d, int n_train, int batch, int h
     return r;
 }
 
-static double images_per_s(int n_train, double epoch_ms) { return epoch_ms > 0.0 ? n_train / (epoch_ms * 1e-3) : 0.0; }
+static double images_per_s(int n_train, double epoch_ms)
+{
+    return epoch_ms > 0.0 ? n_train / (epoch_ms * 1e-3) : 0.0;
+}
 
 /* Prints the row (speedup against base_ms, blank if 0) and appends it to the CSV. */
-static void dp_row(const Options *o, const char *gpu, const char *kernel, const char *role, const char *size,
-                   double time_ms, double value, const char *unit, const char *ceiling, double ceiling_value, double base_ms)
+static void dp_row(const Options *o, const char *gpu, const char *kernel, const char *role,
+                   const char *size, double time_ms, double value, const char *unit,
+                   const char *ceiling, double ceiling_value, double base_ms)
 {
     if (time_ms <= 0.0) return; /* not measured (--epochs 0, or one GPU) */
     BenchRow r = {kernel, role, size, time_ms, value, unit, ceiling, ceiling_value};
@@ -155,12 +163,17 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     MlpLayout l = mlp_layout(IDX_PIXELS, H);
     float *p0 = (float *)xmalloc(l.total * sizeof(float));
     mlp_init(p0, &l, o->seed);
-    printf("\nper-GPU batch %d, hidden %d: %d GPU%s (global batch %d) against 1 (batch %d), %d training images, lr %g "
-           "(batch %d) and %g (batch %d), momentum %g, %s\n", b, H, N, N > 1 ? "s" : "", N * b, b, n_train,
-           dp_bench_lr(N * b), N * b, dp_bench_lr(b), b, FLAGS.momentum, d->name);
-    DpBenchResult none = {}, one = dp_bench_run(single, d, n_train, b, H, 0, p0, o->seed, gpu, N == 1 ? timeline : NULL);
-    DpBenchResult plain = N > 1 ? dp_bench_run(all, d, n_train, N * b, H, 0, p0, o->seed, gpu, timeline) : one;
-    DpBenchResult buckets = K ? dp_bench_run(all, d, n_train, N * b, H, K, p0, o->seed, gpu, timeline) : none;
+    printf("\nper-GPU batch %d, hidden %d: %d GPU%s (global batch %d) against 1 (batch %d), %d "
+           "training images, lr %g "
+           "(batch %d) and %g (batch %d), momentum %g, %s\n",
+           b, H, N, N > 1 ? "s" : "", N * b, b, n_train, dp_bench_lr(N * b), N * b, dp_bench_lr(b),
+           b, FLAGS.momentum, d->name);
+    DpBenchResult none = {}, one = dp_bench_run(single, d, n_train, b, H, 0, p0, o->seed, gpu,
+                                                N == 1 ? timeline : NULL);
+    DpBenchResult plain =
+        N > 1 ? dp_bench_run(all, d, n_train, N * b, H, 0, p0, o->seed, gpu, timeline) : one;
+    DpBenchResult buckets =
+        K ? dp_bench_run(all, d, n_train, N * b, H, K, p0, o->seed, gpu, timeline) : none;
     TrainResult opt = dp_bench_one_gpu(d, n_train, b, H, p0, o->seed, gpu);
     size_t grad = l.total, bytes = grad * sizeof(float), pieces[DP_MAX_BUCKETS];
     int edge[DP_MAX_BUCKETS + 1];
@@ -172,7 +185,8 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
 
     char size[32], title[200], name[12][64];
     snprintf(size, sizeof size, "%d", b);
-    snprintf(title, sizeof title, "data parallel, per-GPU batch %d, H %d (speedup: against %s's epoch time)", b, H,
+    snprintf(title, sizeof title,
+             "data parallel, per-GPU batch %d, H %d (speedup: against %s's epoch time)", b, H,
              "dp_x1");
     table_header(title);
     snprintf(name[0], 64, "epoch_graph_H%d", H);
@@ -186,47 +200,61 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     snprintf(name[8], 64, "exposed_x%d_buckets%d_H%d", N, K, H);
     snprintf(name[9], 64, "nccl_allreduce_x%d_H%d", N, H);
     snprintf(name[10], 64, "allreduce_in_step_x%d_H%d", N, H);
-    double img_opt = images_per_s(n_train, opt.median_ms), img1 = images_per_s(n_train, one.train.median_ms);
+    double img_opt = images_per_s(n_train, opt.median_ms),
+           img1 = images_per_s(n_train, one.train.median_ms);
     double base = one.train.median_ms;
-    dp_row(o, gpu, name[0], "ceiling", size, opt.median_ms, img_opt, "img/s", name[0], img_opt, base);
-    dp_row(o, gpu, name[1], "step", size, one.train.median_ms, img1, "img/s", name[0], img_opt, base);
+    dp_row(o, gpu, name[0], "ceiling", size, opt.median_ms, img_opt, "img/s", name[0], img_opt,
+           base);
+    dp_row(o, gpu, name[1], "step", size, one.train.median_ms, img1, "img/s", name[0], img_opt,
+           base);
     if (N > 1)
-        dp_row(o, gpu, name[2], "step", size, plain.train.median_ms, images_per_s(n_train, plain.train.median_ms),
-               "img/s", name[4], N * img1, base);
+        dp_row(o, gpu, name[2], "step", size, plain.train.median_ms,
+               images_per_s(n_train, plain.train.median_ms), "img/s", name[4], N * img1, base);
     if (K)
-        dp_row(o, gpu, name[3], "optimized", size, buckets.train.median_ms, images_per_s(n_train, buckets.train.median_ms),
-               "img/s", name[4], N * img1, base);
-    dp_row(o, gpu, name[5], "ceiling", size, one.step_ms, one.step_ms, "ms", name[5], one.step_ms, 0.0);
+        dp_row(o, gpu, name[3], "optimized", size, buckets.train.median_ms,
+               images_per_s(n_train, buckets.train.median_ms), "img/s", name[4], N * img1, base);
+    dp_row(o, gpu, name[5], "ceiling", size, one.step_ms, one.step_ms, "ms", name[5], one.step_ms,
+           0.0);
     dp_row(o, gpu, name[6], "step", size, alone, alone, "ms", name[5], one.step_ms, 0.0);
-    dp_row(o, gpu, name[7], "step", size, plain.exposed_ms, plain.exposed_ms, "ms", name[5], one.step_ms, 0.0);
-    if (K) dp_row(o, gpu, name[8], "optimized", size, buckets.exposed_ms, buckets.exposed_ms, "ms", name[5], one.step_ms, 0.0);
+    dp_row(o, gpu, name[7], "step", size, plain.exposed_ms, plain.exposed_ms, "ms", name[5],
+           one.step_ms, 0.0);
+    if (K)
+        dp_row(o, gpu, name[8], "optimized", size, buckets.exposed_ms, buckets.exposed_ms, "ms",
+               name[5], one.step_ms, 0.0);
     if (N > 1) {
         double bus = dp_busbw_gbs(bytes, alone, N), bus_step = dp_busbw_gbs(bytes, plain.ar_ms, N);
         dp_row(o, gpu, name[9], "ceiling", size, alone, bus, "GB/s", name[9], bus, 0.0);
         dp_row(o, gpu, name[10], "step", size, plain.ar_ms, bus_step, "GB/s", name[9], bus, 0.0);
     }
 
-    printf("  gradient %.2f MB; its all-reduce alone %.4f ms (algbw %.1f GB/s, busbw %.1f GB/s = algbw x 2(N-1)/N)",
+    printf("  gradient %.2f MB; its all-reduce alone %.4f ms (algbw %.1f GB/s, busbw %.1f GB/s = "
+           "algbw x 2(N-1)/N)",
            bytes / 1e6, alone, gbs((double)bytes, alone), dp_busbw_gbs(bytes, alone, N));
     if (K) printf(", in %d pieces %.4f ms", K, alone_pieces);
-    printf("\n  in the step (GPU 0): all-reduce %.4f ms, exposed %.4f ms without buckets", plain.ar_ms, plain.exposed_ms);
+    printf("\n  in the step (GPU 0): all-reduce %.4f ms, exposed %.4f ms without buckets",
+           plain.ar_ms, plain.exposed_ms);
     if (K) printf(", %.4f ms with %d", buckets.exposed_ms, K);
     printf("; a step on one GPU %.4f ms: the all-reduce is %.0f%% of it\n", one.step_ms,
            one.step_ms > 0.0 ? 100.0 * alone / one.step_ms : 0.0);
     if (N > 1 && one.train.median_ms > 0.0) {
-        printf("  %d GPUs: %.2fx the images/s of one without buckets", N, one.train.median_ms / plain.train.median_ms);
+        printf("  %d GPUs: %.2fx the images/s of one without buckets", N,
+               one.train.median_ms / plain.train.median_ms);
         if (K) printf(", %.2fx with %d buckets", one.train.median_ms / buckets.train.median_ms, K);
         printf(" (target >= 1.8 at per-GPU batch >= 1024)\n");
     }
     if (K && one.step_ms > 0.0 && alone >= 0.1 * one.step_ms)
-        printf("  communication >= 10%% of the step: buckets %s (epoch %.3f ms against %.3f ms without)\n",
-               buckets.train.median_ms < plain.train.median_ms ? "faster" : "NOT faster", buckets.train.median_ms,
-               plain.train.median_ms);
+        printf("  communication >= 10%% of the step: buckets %s (epoch %.3f ms against %.3f ms "
+               "without)\n",
+               buckets.train.median_ms < plain.train.median_ms ? "faster" : "NOT faster",
+               buckets.train.median_ms, plain.train.median_ms);
     for (int i = 0; i < 3; i++) {
         const DpBenchResult *r = i == 0 ? &one : i == 1 ? &plain : &buckets;
         if (r->train.diverged_epoch)
             printf("  %s diverged in epoch %d: its accuracy means nothing (its time does)\n",
-                   i == 0 ? "dp_x1" : i == 1 ? name[2] : name[3], r->train.diverged_epoch);
+                   i == 0   ? "dp_x1"
+                   : i == 1 ? name[2]
+                            : name[3],
+                   r->train.diverged_epoch);
     }
 
     /* accuracy at per-GPU batch 256: N GPUs against one GPU at the same global batch */
@@ -237,9 +265,11 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
             char what[96];
             snprintf(what, sizeof what, "%s vs epoch_graph accuracy", i == 0 ? name[2] : name[3]);
             double apart = fabs(r->train.accuracy - ref.accuracy);
-            if (r->train.epochs >= 10) failed += !report_check(what, size, apart, 0.3);
-            else printf("  %s: %.2f%% vs %.2f%% (batch %d, %d epochs)\n", what, r->train.accuracy, ref.accuracy, N * b,
-                        r->train.epochs);
+            if (r->train.epochs >= 10)
+                failed += !report_check(what, size, apart, 0.3);
+            else
+                printf("  %s: %.2f%% vs %.2f%% (batch %d, %d epochs)\n", what, r->train.accuracy,
+                       ref.accuracy, N * b, r->train.epochs);
         }
     }
     free(p0);
@@ -249,23 +279,30 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
 /* --bench --gpus N. */
 static int dp_bench(const Options *o, const DeviceInfo *info, const Data *d)
 {
-    static const int DEFAULT_SIZES[][2] = {{256, 1024}, {1024, 1024}, {4096, 1024}, {256, 4096}, {1024, 4096}, {4096, 4096}};
+    static const int DEFAULT_SIZES[][2] = {{256, 1024}, {1024, 1024}, {4096, 1024},
+                                           {256, 4096}, {1024, 4096}, {4096, 4096}};
     const int N = FLAGS.gpus;
     int n = o->nsizes ? o->nsizes : 6, sizes[CLI_MAX_SIZES][2], failed = 0, traced = n - 1;
     for (int i = 0; i < n; i++) {
         sizes[i][0] = o->nsizes ? (int)o->sizes[i].dim[0] : DEFAULT_SIZES[i][0];
-        sizes[i][1] = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden) : DEFAULT_SIZES[i][1];
+        sizes[i][1] = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden)
+                                : DEFAULT_SIZES[i][1];
         if (sizes[i][0] == DP_TIMELINE_BATCH && sizes[i][1] == DP_TIMELINE_HIDDEN) traced = i;
         if ((long long)sizes[i][0] * N > 60000)
-            cli_fail(&SPEC, "-n %d: a per-GPU batch of %d on %d GPUs is more than the 60000 training images", sizes[i][0],
-                     sizes[i][0], N);
+            cli_fail(
+                &SPEC,
+                "-n %d: a per-GPU batch of %d on %d GPUs is more than the 60000 training images",
+                sizes[i][0], sizes[i][0], N);
     }
     FILE *tl = NULL;
     if (FLAGS.timeline) {
         tl = fopen(FLAGS.timeline, "w");
-        if (!tl) { fprintf(stderr, "cannot write timeline file '%s'\n", FLAGS.timeline); exit(1); }
-        fprintf(tl, "# gpu\t%s\tgpus\t%d\tbatch\t%d\thidden\t%d\tbuckets\t%d\n", info->name, N, sizes[traced][0],
-                sizes[traced][1], dp_buckets());
+        if (!tl) {
+            fprintf(stderr, "cannot write timeline file '%s'\n", FLAGS.timeline);
+            exit(1);
+        }
+        fprintf(tl, "# gpu\t%s\tgpus\t%d\tbatch\t%d\thidden\t%d\tbuckets\t%d\n", info->name, N,
+                sizes[traced][0], sizes[traced][1], dp_buckets());
         timeline_write_header(tl);
     }
     DpComm all, one;
@@ -273,13 +310,17 @@ static int dp_bench(const Options *o, const DeviceInfo *info, const Data *d)
     dp_print_nccl(&all);
     if (N > 1) dp_comm_create(&one, 1);
     for (int i = 0; i < n; i++)
-        failed += dp_bench_size(o, info, d, &all, N > 1 ? &one : &all, sizes[i][0], sizes[i][1], i == traced ? tl : NULL);
+        failed += dp_bench_size(o, info, d, &all, N > 1 ? &one : &all, sizes[i][0], sizes[i][1],
+                                i == traced ? tl : NULL);
     if (N > 1) dp_comm_destroy(&one);
     dp_comm_destroy(&all);
     if (tl) {
-        if (fclose(tl) != 0) { fprintf(stderr, "error writing timeline file '%s'\n", FLAGS.timeline); exit(1); }
-        printf("timeline of two steps at per-GPU batch %d, H %d written to %s\n", sizes[traced][0], sizes[traced][1],
-               FLAGS.timeline);
+        if (fclose(tl) != 0) {
+            fprintf(stderr, "error writing timeline file '%s'\n", FLAGS.timeline);
+            exit(1);
+        }
+        printf("timeline of two steps at per-GPU batch %d, H %d written to %s\n", sizes[traced][0],
+               sizes[traced][1], FLAGS.timeline);
     }
     return failed;
 }

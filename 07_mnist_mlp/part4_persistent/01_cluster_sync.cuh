@@ -1,5 +1,5 @@
-/* Chapter 07: how the blocks of the persistent trainers' grid (part4_persistent/09_kernel.cuh) reach
- * each other, a few lines of PTX each:
+/* Chapter 07: how the blocks of the persistent trainers' grid (part4_persistent/09_kernel.cuh)
+ * reach each other, a few lines of PTX each:
  *
  *   pst_rank        this block's rank in its cluster (%cluster_ctarank)
  *   pst_peer        the address of a shared-memory object in another block of the cluster:
@@ -32,15 +32,18 @@
  * (tc_mbar_arrive_expect) have landed; a thread that waits for that phase sees them. */
 static __device__ __forceinline__ void pst_st_async(uint32_t addr, float v, uint32_t full)
 {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(addr), "f"(v),
-                 "r"(full)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n"
+                 :
+                 : "r"(addr), "f"(v), "r"(full)
                  : "memory");
 }
 
 static __device__ __forceinline__ void pst_st_async16(uint32_t addr, uint4 v, uint32_t full)
 {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n"
-                 ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(full)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 "
+                 "[%0], {%1, %2, %3, %4}, [%5];\n"
+                 :
+                 : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(full)
                  : "memory");
 }
 
@@ -95,7 +98,10 @@ static __device__ __forceinline__ uint4 pst_ld_peer16(uint32_t addr)
 static __device__ __forceinline__ void pst_cluster_arrive(void)
 {
     asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n"
-                 "barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+                 "barrier.cluster.arrive.relaxed.aligned;\n"
+                 :
+                 :
+                 : "memory");
 }
 
 static __device__ __forceinline__ void pst_cluster_wait(void)
@@ -125,15 +131,19 @@ static __device__ __forceinline__ void pst_cluster_sync(void)
  * what it held before was written a few steps earlier (at step s - 2, or in the last steps of
  * the launch before), never 255; no tag is 0, so the zeros of z2part's memset pass for no
  * step. */
-template <typename W>
-struct PstShares;
+template <typename W> struct PstShares;
 
-template <>
-struct PstShares<unsigned long long> {
+template <> struct PstShares<unsigned long long> {
     typedef unsigned long long W;
     static __device__ __forceinline__ unsigned key(int stamp) { return (unsigned)stamp; }
-    static __device__ __forceinline__ W word(float v, unsigned key) { return (W)key << 32 | __float_as_uint(v); }
-    static __device__ __forceinline__ bool is(W w, unsigned key) { return (unsigned)(w >> 32) == key; }
+    static __device__ __forceinline__ W word(float v, unsigned key)
+    {
+        return (W)key << 32 | __float_as_uint(v);
+    }
+    static __device__ __forceinline__ bool is(W w, unsigned key)
+    {
+        return (unsigned)(w >> 32) == key;
+    }
     static __device__ __forceinline__ float value(W w) { return __uint_as_float((unsigned)w); }
     static __device__ __forceinline__ void put(W *at, W w)
     {
@@ -147,11 +157,13 @@ struct PstShares<unsigned long long> {
     }
 };
 
-template <>
-struct PstShares<unsigned> {
+template <> struct PstShares<unsigned> {
     typedef unsigned W;
     static constexpr unsigned TAG = 0xFFu;
-    static __device__ __forceinline__ unsigned key(int stamp) { return 1u + (unsigned)stamp % 255u; }
+    static __device__ __forceinline__ unsigned key(int stamp)
+    {
+        return 1u + (unsigned)stamp % 255u;
+    }
     /* rounded to nearest on the 16 bits kept (a carry into the exponent is the right result) */
     static __device__ __forceinline__ W word(float v, unsigned key)
     {

@@ -51,17 +51,18 @@
 
 #include <cuda_fp16.h>
 
-#include "07_mnist_mlp/part2_tensor_cores/02_bf16_backward_mma.cuh" /* MlpBf16, mlp_ldsm_x4_trans, chapter 05's tc_ldsm_x4 and tc_mma_16x8 */
+/* MlpBf16, mlp_ldsm_x4_trans, chapter 05's tc_ldsm_x4 and tc_mma_16x8 */
+#include "07_mnist_mlp/part2_tensor_cores/02_bf16_backward_mma.cuh"
 #include "07_mnist_mlp/part4_persistent/01_cluster_sync.cuh" /* pst_st_async16: put_dz1 */
 
-#define PST_CLUSTER 8                              /* blocks in a cluster: the 784 pixels cut 8 ways */
-#define PST_UNITS 72                               /* hidden units of a cluster: H = 1024 takes 15 */
-#define PST_MAX_GROUPS 16                          /* clusters whose shares of z2 a block adds (H <= 1152) */
+#define PST_CLUSTER 8     /* blocks in a cluster: the 784 pixels cut 8 ways */
+#define PST_UNITS 72      /* hidden units of a cluster: H = 1024 takes 15 */
+#define PST_MAX_GROUPS 16 /* clusters whose shares of z2 a block adds (H <= 1152) */
 #define PST_THREADS 256
-#define PST_MAX_ROWS 256                           /* batch rows a step may have */
-#define PST_OWN_ROWS (PST_MAX_ROWS / PST_CLUSTER)  /* rows whose z1 a block finishes: 32 */
-#define PST_OWN_ROW (PST_UNITS + 4)                /* their floats a row: rows 4 banks apart (pst_item) */
-#define PST_ROW_GROUPS 3                           /* softmax_backward: 3 x 72 threads share a block's rows */
+#define PST_MAX_ROWS 256                          /* batch rows a step may have */
+#define PST_OWN_ROWS (PST_MAX_ROWS / PST_CLUSTER) /* rows whose z1 a block finishes: 32 */
+#define PST_OWN_ROW (PST_UNITS + 4) /* their floats a row: rows 4 banks apart (pst_item) */
+#define PST_ROW_GROUPS 3            /* softmax_backward: 3 x 72 threads share a block's rows */
 
 static_assert(PST_THREADS == PST_MAX_ROWS, "one thread a batch row when a batch is loaded");
 static_assert(PST_UNITS == 72, "the thread and warp tiles below cover 72 units: 64 + 8");
@@ -90,24 +91,22 @@ static inline __host__ __device__ PstSplit pst_split(int rows, int granule)
 /* Part p's share of the slice's n steps (bf16's k-steps of 16 pixels, fp32's quads of 4):
  * steps begin .. end. --check's CPU model of bf16's rounded sums takes the same parts
  * (part4_persistent/10_persistent_steps.cuh's pst_bf16_z1_sum). */
-static inline __host__ __device__ void pst_part_steps(PstSplit sp, int p, int n, int &begin, int &end)
+static inline __host__ __device__ void pst_part_steps(PstSplit sp, int p, int n, int &begin,
+                                                      int &end)
 {
     begin = p * n / sp.parts, end = (p + 1) * n / sp.parts;
 }
 
-template <typename S>
-struct PstProduct;
+template <typename S> struct PstProduct;
 
 /* The forward's partial sums (Z: float for fp32, __half for bf16) in 16-byte chunks, as the
  * cluster's reduction loads them from the 8 blocks: add one chunk into N floats, pack N
  * floats into one. bf16's partial sums cross the cluster in fp16 (11 significant bits, 3
  * more than the bf16 operands they are made of): half the bytes of fp32, which that
  * reduction's time follows. */
-template <typename Z>
-struct PstChunk;
+template <typename Z> struct PstChunk;
 
-template <>
-struct PstChunk<float> {
+template <> struct PstChunk<float> {
     static constexpr int N = 4;
     static __device__ __forceinline__ void add(float (&z)[N], uint4 c)
     {
@@ -116,14 +115,17 @@ struct PstChunk<float> {
     }
     static __device__ __forceinline__ uint4 pack(const float (&z)[N])
     {
-        return make_uint4(__float_as_uint(z[0]), __float_as_uint(z[1]), __float_as_uint(z[2]), __float_as_uint(z[3]));
+        return make_uint4(__float_as_uint(z[0]), __float_as_uint(z[1]), __float_as_uint(z[2]),
+                          __float_as_uint(z[3]));
     }
 };
 
-template <>
-struct PstChunk<__half> {
+template <> struct PstChunk<__half> {
     static constexpr int N = 8;
-    static __device__ __forceinline__ float2 unpack2(unsigned w) { return __half22float2(*(const __half2 *)&w); }
+    static __device__ __forceinline__ float2 unpack2(unsigned w)
+    {
+        return __half22float2(*(const __half2 *)&w);
+    }
     static __device__ __forceinline__ unsigned pack2(float lo, float hi)
     {
         __half2 h = __floats2half2_rn(lo, hi);
@@ -140,14 +142,15 @@ struct PstChunk<__half> {
     }
     static __device__ __forceinline__ uint4 pack(const float (&z)[N])
     {
-        return make_uint4(pack2(z[0], z[1]), pack2(z[2], z[3]), pack2(z[4], z[5]), pack2(z[6], z[7]));
+        return make_uint4(pack2(z[0], z[1]), pack2(z[2], z[3]), pack2(z[4], z[5]),
+                          pack2(z[6], z[7]));
     }
 };
 
 /* A batch row's bytes k0 .. k0 + ks of its image, loaded ahead in words of type W (bf16's
  * slices start on 16-byte boundaries; fp32's, on 4, load the 16-byte words around them). */
-template <typename W, int N>
-static __device__ __forceinline__ void pst_fetch_words(W (&words)[N], const unsigned char *image, int k0, int ks)
+template <typename W, int N> static __device__ __forceinline__ void
+pst_fetch_words(W (&words)[N], const unsigned char *image, int k0, int ks)
 {
     const W *src = (const W *)(image + k0);
 #pragma unroll

@@ -2,9 +2,9 @@
  * products on tensor cores, still to fp32's accuracy (part4_persistent/02_products.cuh says
  * what a PstProduct is).
  *
- * fp32's two products are most of its step: 256 x 100 x 72 FMAs each a block, at best 14.4 k
- * cycles of the SM's 128 FMA lanes, and more in practice. A bf16 tensor-core product does the same sums many
- * times faster, but rounds its operands to 8 significant bits. Two facts make it exact here:
+ * fp32's two products are most of its step: 256 x 100 x 72 FMAs each a block, at best 14.4 k cycles
+ * of the SM's 128 FMA lanes, and more in practice. A bf16 tensor-core product does the same sums
+ * many times faster, but rounds its operands to 8 significant bits. Two facts make it exact here:
  *
  *   - x = p scale + shift, where p is the pixel, an integer 0..255: exactly a bf16. So
  *     x . W = scale (p . W) + shift (W's column sums), and only p meets the tensor cores;
@@ -42,8 +42,7 @@ static __device__ __forceinline__ void pst_split3_pair(float w0, float w1, unsig
     }
 }
 
-template <>
-struct PstProduct<MlpBf16x3> {
+template <> struct PstProduct<MlpBf16x3> {
     typedef PstProduct<MlpFp32> F; /* fp32's slices, rows on their way in, partial sums and dz1 */
     typedef PstProduct<MlpBf16> B; /* bf16's n-tiles and accumulator layout */
     typedef bf16 T;                /* x (the pixels p, then a column of ones) and W1's pieces */
@@ -52,13 +51,14 @@ struct PstProduct<MlpBf16x3> {
     typedef unsigned long long ShareWord; /* fp32's numbers */
     typedef F::Row Row;
     static constexpr int QUANTUM = F::QUANTUM, MAX_SLICE = F::MAX_SLICE; /* slices of 96 or 100 */
-    static constexpr int M_TILES = 7;              /* dW1's 16-pixel tiles, one a warp: 112 pixels */
+    static constexpr int M_TILES = 7; /* dW1's 16-pixel tiles, one a warp: 112 pixels */
     static_assert(16 * M_TILES > MAX_SLICE, "a pixel past the slice for the ones");
     static constexpr int X_ROW = 16 * M_TILES + 8; /* 120 bf16, 240 bytes, as bf16's */
     static constexpr int X_BUFFERS = 1;            /* no room for two */
     static constexpr int W_ROW = PST_UNITS, D_ROW = F::D_ROW;
-    static constexpr int PIECE = 16 * M_TILES * W_ROW; /* bf16 of a piece (pixels past the slice: 0) */
-    static constexpr int GRANULE = 32;          /* a warp's rows in the forward */
+    /* bf16 of a piece (pixels past the slice: 0) */
+    static constexpr int PIECE = 16 * M_TILES * W_ROW;
+    static constexpr int GRANULE = 32; /* a warp's rows in the forward */
     static constexpr int NT = B::NT;
     static constexpr int DZ1_UNITS = F::DZ1_UNITS;
     /* w1s: the pieces hi, mid, lo; each warp's column sums of W1 (M_TILES x 72 floats); the
@@ -66,7 +66,8 @@ struct PstProduct<MlpBf16x3> {
     static constexpr int WARP_SUMS_AT = 3 * PIECE, SUMS_AT = WARP_SUMS_AT + 2 * M_TILES * PST_UNITS;
     static constexpr int DZ1_SUMS_AT = SUMS_AT + 2 * PST_UNITS, W1S = DZ1_SUMS_AT + 2 * PST_UNITS;
     static_assert(WARP_SUMS_AT % 8 == 0 && SUMS_AT % 8 == 0, "16-byte aligned floats");
-    float w[NT][4], v[NT][4]; /* weights and velocity of warp w's pixels 16 w .., as dW1's accumulators */
+    /* weights and velocity of warp w's pixels 16 w .., as dW1's accumulators */
+    float w[NT][4], v[NT][4];
 
     static __device__ __forceinline__ bool owns_dw1(int) { return (int)threadIdx.x / 32 < M_TILES; }
 
@@ -74,11 +75,17 @@ struct PstProduct<MlpBf16x3> {
        bytes of a dz1 row: column c of n-tile j < 8 is unit 32 (j / 4) + 4 c + j % 4; of
        n-tile 8, 64 + c. So lane (g, q)'s accumulators of n-tiles 4a .. 4a + 3 hold units
        32 a + 8 q .. 32 a + 8 q + 7 of its two pixels. */
-    static __device__ __forceinline__ int dw1_unit(int j, int c) { return j < 8 ? 32 * (j / 4) + 4 * c + j % 4 : 64 + c; }
+    static __device__ __forceinline__ int dw1_unit(int j, int c)
+    {
+        return j < 8 ? 32 * (j / 4) + 4 * c + j % 4 : 64 + c;
+    }
     /* Accumulator element (j, e) of lane l: pixel 16 warp + l / 4 + 8 (e / 2), as bf16's, and
        unit dw1_unit(j, 2 (l % 4) + e % 2). */
     static __device__ __forceinline__ int acc_pixel(int e) { return B::acc_pixel(e); }
-    static __device__ __forceinline__ int acc_unit(int j, int e) { return dw1_unit(j, 2 * (threadIdx.x % 4) + e % 2); }
+    static __device__ __forceinline__ int acc_unit(int j, int e)
+    {
+        return dw1_unit(j, 2 * (threadIdx.x % 4) + e % 2);
+    }
 
     /* B (k rows of 72 units, k-major, W_ROW bf16 a row: a piece of W1) for one k-step: n-tiles
        0-7 as four ldmatrix.x4.trans (a pair each: (k 0-7), (k 8-15) of the first, then of the
@@ -102,7 +109,8 @@ struct PstProduct<MlpBf16x3> {
         for (int j = 0; j < 4; j++) pst_split3_pair(w8[2 * j], w8[2 * j + 1], p[j]);
 #pragma unroll
         for (int i = 0; i < 3; i++)
-            *(uint4 *)(w1s + i * PIECE + k * W_ROW + u) = make_uint4(p[0][i], p[1][i], p[2][i], p[3][i]);
+            *(uint4 *)(w1s + i * PIECE + k * W_ROW + u) =
+                make_uint4(p[0][i], p[1][i], p[2][i], p[3][i]);
     }
 
     /* The lane's weights (both pixels, all 18 units) into the pieces. */
@@ -122,7 +130,8 @@ struct PstProduct<MlpBf16x3> {
             unsigned p[3];
             pst_split3_pair(w[8][2 * h], w[8][2 * h + 1], p);
 #pragma unroll
-            for (int i = 0; i < 3; i++) *(unsigned *)(w1s + i * PIECE + k * W_ROW + 64 + 2 * q) = p[i];
+            for (int i = 0; i < 3; i++)
+                *(unsigned *)(w1s + i * PIECE + k * W_ROW + 64 + 2 * q) = p[i];
         }
     }
 
@@ -154,7 +163,8 @@ struct PstProduct<MlpBf16x3> {
 
     /* The slice of W1 and its velocity into the owners' registers (units past H, pixels past
        the slice: 0), W1's pieces and column sums into shared memory. */
-    __device__ __forceinline__ void load(const float *w1, const float *v1, int hidden, int k0, int ks, int u0, T *w1s)
+    __device__ __forceinline__ void load(const float *w1, const float *v1, int hidden, int k0,
+                                         int ks, int u0, T *w1s)
     {
         if (owns_dw1(ks)) {
 #pragma unroll
@@ -172,7 +182,8 @@ struct PstProduct<MlpBf16x3> {
         sum_columns(w1s);
     }
 
-    __device__ __forceinline__ void store(float *w1, float *v1, int hidden, int k0, int ks, int u0, const T *) const
+    __device__ __forceinline__ void store(float *w1, float *v1, int hidden, int k0, int ks, int u0,
+                                          const T *) const
     {
         if (!owns_dw1(ks)) return;
 #pragma unroll
@@ -190,8 +201,8 @@ struct PstProduct<MlpBf16x3> {
     /* bf16's forward (warp (p, mp): rows 32 mp .., its share of the k-steps) with W1's three
        pieces into one accumulator, lo first; then part = scale acc + shift (column sums), the
        second term in part 0 only. */
-    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, float *part, int ks, PstSplit sp,
-                                                   float scale, float shift)
+    static __device__ __forceinline__ void forward(const T *xs, const T *w1s, float *part, int ks,
+                                                   PstSplit sp, float scale, float shift)
     {
         int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pairs = sp.per / 32;
         int p = warp / pairs, mp = warp % pairs;
@@ -206,8 +217,10 @@ struct PstProduct<MlpBf16x3> {
             for (int j = 0; j < NT; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
-        uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(xs + (32 * mp + row + mat % 2 * 8) * X_ROW + mat / 2 * 8);
-        uint32_t b_addr = (uint32_t)__cvta_generic_to_shared(w1s + (row + mat % 2 * 8) * W_ROW + mat / 2 * 8);
+        uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(
+            xs + (32 * mp + row + mat % 2 * 8) * X_ROW + mat / 2 * 8);
+        uint32_t b_addr =
+            (uint32_t)__cvta_generic_to_shared(w1s + (row + mat % 2 * 8) * W_ROW + mat / 2 * 8);
         for (int s = s0; s < s1; s++) {
             uint32_t a[2][4];
 #pragma unroll
@@ -228,11 +241,13 @@ struct PstProduct<MlpBf16x3> {
 #pragma unroll
         for (int j = 0; j < NT; j++) {
             const int u = 8 * j + 2 * q;
-            const float c0 = p == 0 ? shift * sums[u] : 0.0f, c1 = p == 0 ? shift * sums[u + 1] : 0.0f;
+            const float c0 = p == 0 ? shift * sums[u] : 0.0f,
+                        c1 = p == 0 ? shift * sums[u + 1] : 0.0f;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 float *o = out + (32 * mp + 16 * i + g) * PST_UNITS + u;
-                *(float2 *)o = make_float2(fmaf(scale, acc[i][j][0], c0), fmaf(scale, acc[i][j][1], c1));
+                *(float2 *)o =
+                    make_float2(fmaf(scale, acc[i][j][0], c0), fmaf(scale, acc[i][j][1], c1));
                 *(float2 *)(o + 8 * PST_UNITS) =
                     make_float2(fmaf(scale, acc[i][j][2], c0), fmaf(scale, acc[i][j][3], c1));
             }
@@ -241,8 +256,8 @@ struct PstProduct<MlpBf16x3> {
 
     /* Three mma of one B column pair (rows of k-index 2q, 2q + 1 in d0, d1; 2q + 8, 2q + 9 in
        d2, d3), split into pieces on the way, lo first. */
-    static __device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], float d0, float d1, float d2,
-                                                float d3)
+    static __device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], float d0,
+                                                float d1, float d2, float d3)
     {
         unsigned first[3], second[3];
         pst_split3_pair(d0, d1, first);
@@ -263,8 +278,8 @@ struct PstProduct<MlpBf16x3> {
        bytes apart) on 8 different bank groups. dz1's column sums come with the product: x's
        column of ones (pixel ks) sums dz1 into one accumulator row. Then the step, W1's
        pieces and its column sums. */
-    __device__ __forceinline__ void dw1_step(const T *xs, const void *dz1, T *w1s, int ks, int rows, float lr,
-                                             float mu, float scale, float shift)
+    __device__ __forceinline__ void dw1_step(const T *xs, const void *dz1, T *w1s, int ks, int rows,
+                                             float lr, float mu, float scale, float shift)
     {
         const float *d = (const float *)dz1;
         const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -276,8 +291,8 @@ struct PstProduct<MlpBf16x3> {
             for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
         if (owner) {
             const int mat = lane / 8, row = lane % 8, k_row = row / 2 + 4 * (row % 2);
-            const uint32_t a_addr =
-                (uint32_t)__cvta_generic_to_shared(xs + (k_row + mat / 2 * 8) * X_ROW + 16 * warp + mat % 2 * 8);
+            const uint32_t a_addr = (uint32_t)__cvta_generic_to_shared(
+                xs + (k_row + mat / 2 * 8) * X_ROW + 16 * warp + mat % 2 * 8);
             for (int k = 0; k < rows; k += 16) {
                 uint32_t a[4];
                 mlp_ldsm_x4_trans(a, a_addr + k * X_ROW * 2);
@@ -286,13 +301,15 @@ struct PstProduct<MlpBf16x3> {
                 for (int half = 0; half < 2; half++) {
                     float4 f[4];
 #pragma unroll
-                    for (int i = 0; i < 4; i++) f[i] = *(const float4 *)(dr + 4 * i * D_ROW + 32 * half + 4 * g);
+                    for (int i = 0; i < 4; i++)
+                        f[i] = *(const float4 *)(dr + 4 * i * D_ROW + 32 * half + 4 * g);
                     mma3(acc[4 * half], a, f[0].x, f[1].x, f[2].x, f[3].x);
                     mma3(acc[4 * half + 1], a, f[0].y, f[1].y, f[2].y, f[3].y);
                     mma3(acc[4 * half + 2], a, f[0].z, f[1].z, f[2].z, f[3].z);
                     mma3(acc[4 * half + 3], a, f[0].w, f[1].w, f[2].w, f[3].w);
                 }
-                mma3(acc[8], a, dr[64 + g], dr[4 * D_ROW + 64 + g], dr[8 * D_ROW + 64 + g], dr[12 * D_ROW + 64 + g]);
+                mma3(acc[8], a, dr[64 + g], dr[4 * D_ROW + 64 + g], dr[8 * D_ROW + 64 + g],
+                     dr[12 * D_ROW + 64 + g]);
             }
         }
         float *dz1_sums = (float *)(w1s + DZ1_SUMS_AT);
@@ -300,7 +317,8 @@ struct PstProduct<MlpBf16x3> {
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll
-                for (int c = 0; c < 2; c++) dz1_sums[acc_unit(j, c)] = ks % 16 < 8 ? acc[j][c] : acc[j][2 + c];
+                for (int c = 0; c < 2; c++)
+                    dz1_sums[acc_unit(j, c)] = ks % 16 < 8 ? acc[j][c] : acc[j][2 + c];
         __syncthreads();
         if (owner) {
 #pragma unroll
@@ -317,14 +335,16 @@ struct PstProduct<MlpBf16x3> {
         sum_columns(w1s);
     }
 
-    static __device__ __forceinline__ void fetch(Row &row, const unsigned char *image, int k0, int ks)
+    static __device__ __forceinline__ void fetch(Row &row, const unsigned char *image, int k0,
+                                                 int ks)
     {
         F::fetch(row, image, k0, ks);
     }
 
     /* The row's pixels as bf16 (exact: integers up to 255), a 1 at pixel ks (dz1's column
        sums in dW1), zeros after it (valid false: all zeros, a row past the batch). */
-    static __device__ __forceinline__ void put(T *xs, int r, const Row &row, int ks, bool valid, float, float)
+    static __device__ __forceinline__ void put(T *xs, int r, const Row &row, int ks, bool valid,
+                                               float, float)
     {
         uint2 *x4 = (uint2 *)(xs + r * X_ROW);
         if (valid)
@@ -338,8 +358,12 @@ struct PstProduct<MlpBf16x3> {
 
     static constexpr int PART_SIZE = F::PART_SIZE;
     static constexpr bool CHUNK_MAJOR = false;
-    static __host__ __device__ __forceinline__ int part_at(int r, int u) { return F::part_at(r, u); }
-    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *val, uint32_t full)
+    static __host__ __device__ __forceinline__ int part_at(int r, int u)
+    {
+        return F::part_at(r, u);
+    }
+    static __device__ __forceinline__ void put_dz1(uint32_t dz1, int r, int u, const float *val,
+                                                   uint32_t full)
     {
         F::put_dz1(dz1, r, u, val, full);
     }

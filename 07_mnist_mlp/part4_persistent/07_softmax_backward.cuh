@@ -26,9 +26,8 @@
  * else hides. Only cluster 0 counts the loss and the correct rows (every cluster computes the
  * same). dz2 takes one division a row, e x (1 / (sum x rows)), where (e / sum - onehot) /
  * rows would take two an element, on the phase's chain of dependent instructions. */
-template <typename S>
-static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows,
-                                                        int group, bool record)
+template <typename S> static __device__ __forceinline__ void
+pst_softmax_rows(PstShared<S> &sm, const PstArgs &a, PstOwn o, int rows, int group, bool record)
 {
     const int warp = threadIdx.x / 32, quarter = threadIdx.x % 32 / 8, lane = threadIdx.x % 8;
     float loss = 0.0f; /* lane 0 of each quarter: its rows' */
@@ -45,7 +44,8 @@ static __device__ __forceinline__ void pst_softmax_rows(PstShared<S> &sm, const 
         for (int off = 4; off > 0; off /= 2) {
             float other = __shfl_xor_sync(0xffffffffu, zmax, off, 8);
             int other_best = __shfl_xor_sync(0xffffffffu, best, off, 8);
-            if (other > zmax || (other == zmax && other_best < best)) zmax = other, best = other_best;
+            if (other > zmax || (other == zmax && other_best < best))
+                zmax = other, best = other_best;
         }
         float ea = row ? expf(za - zmax) : 0.0f, eb = two ? expf(zb - zmax) : 0.0f, sum = ea + eb;
         for (int off = 4; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off, 8);
@@ -101,12 +101,13 @@ static __device__ __forceinline__ void pst_loss_sum(const PstShared<S> &sm, cons
  * overwritten before it is read: the block that stores step s + 2's share has read step
  * s + 1's from every block of its rank, whose values depend, through W1's step, on what
  * those blocks read at step s. */
-template <typename S>
-static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const PstArgs &a, PstOwn o, int groups, int buf,
-                                                     int stamp)
+template <typename S> static __device__ __forceinline__ void
+pst_z2_shares(PstShared<S> &sm, const PstArgs &a, PstOwn o, int groups, int buf, int stamp)
 {
-    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS, G = PST_MAX_GROUPS;
-    constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES; /* words from one cluster's shares to the next's */
+    constexpr int MINE = (PST_OWN_ROWS * MLP_CLASSES + PST_THREADS - 1) / PST_THREADS,
+                  G = PST_MAX_GROUPS;
+    /* words from one cluster's shares to the next's */
+    constexpr int NEXT_GROUP = PST_MAX_ROWS * MLP_CLASSES;
     typedef PstSharesOf<S> Sh;
     const typename Sh::W *in = pst_share_at<S>(a, buf, groups, 0, o.r0) + threadIdx.x;
     /* The slots a thread does not load (no pair, no cluster) start as a 0 of this step, so
@@ -119,7 +120,8 @@ static __device__ __forceinline__ void pst_z2_shares(PstShared<S> &sm, const Pst
     for (int j = 0; j < MINE; j++) {
         const bool mine = threadIdx.x + j * PST_THREADS < o.n * MLP_CLASSES;
 #pragma unroll
-        for (int g = 0; g < G; g++) share[j][g] = mine && g < groups ? 0 : none; /* a 0: no step's */
+        for (int g = 0; g < G; g++)
+            share[j][g] = mine && g < groups ? 0 : none; /* a 0: no step's */
     }
     bool missing;
     do {
@@ -178,22 +180,22 @@ static __device__ __forceinline__ void pst_small_grads_dz1(PstShared<S> &sm, Pst
         sm.own[rl * PST_OWN_ROW + u] = dz;
         gb += dz;
     }
-    float *gw = g == 0 ? sm.gw2 : sm.gsplit[g - 1], *gbias = g == 0 ? sm.gb1 : sm.gsplit[g - 1] + PST_UNITS * C;
+    float *gw = g == 0 ? sm.gw2 : sm.gsplit[g - 1],
+          *gbias = g == 0 ? sm.gb1 : sm.gsplit[g - 1] + PST_UNITS * C;
 #pragma unroll
     for (int c = 0; c < C; c++) gw[u * C + c] = acc[c];
     gbias[u] = gb;
 }
 
-/* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of
- * the block's rows stored into every block's part, where the dW1 product reads all the
- * batch's (bf16: rounded), and last the row groups' sums of gW2 and gb1, added while those
- * stores travel. Stores to
- * another SM's shared memory do not wait for an answer, as loads from it would; they are
+/* softmax_backward's second half: the sums above (and gb2 in the last warp), then dz1 of the
+ * block's rows stored into every block's part, where the dW1 product reads all the batch's (bf16:
+ * rounded), and last the row groups' sums of gW2 and gb1, added while those stores travel. Stores
+ * to another SM's shared memory do not wait for an answer, as loads from it would; they are
  * st.async, and each block waits on its dz1_full for all of them before its dW1 product
- * (pst_exchanges_expect). They land on the partial sums of the same rows,
- * which this block alone has read, in pst_reduce_z1 (pst_dz1_on_part_rows). A store is 16
- * bytes (4 fp32 or 8 bf16 units): 8-byte bf16 stores would be twice as many. The rows past the batch up to the next
- * multiple of 16, which bf16's product reads, are cleared by each block in its own part. */
+ * (pst_exchanges_expect). They land on the partial sums of the same rows, which this block alone
+ * has read, in pst_reduce_z1 (pst_dz1_on_part_rows). A store is 16 bytes (4 fp32 or 8 bf16 units):
+ * 8-byte bf16 stores would be twice as many. The rows past the batch up to the next multiple of 16,
+ * which bf16's product reads, are cleared by each block in its own part. */
 template <typename S>
 static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstOwn o, int rows)
 {
@@ -215,10 +217,12 @@ static __device__ __forceinline__ void pst_backward_small(PstShared<S> &sm, PstO
         const int u = c * N;
         float d[N];
 #pragma unroll
-        for (int e = 0; e < N; e += 4) *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_OWN_ROW + u + e);
+        for (int e = 0; e < N; e += 4)
+            *(float4 *)(d + e) = *(const float4 *)(sm.own + rl * PST_OWN_ROW + u + e);
 #pragma unroll
         for (int peer = 0; peer < PST_CLUSTER; peer++)
-            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d, pst_peer(&sm.dz1_full, peer));
+            PstProduct<S>::put_dz1(pst_peer(sm.part, peer), o.r0 + rl, u, d,
+                                   pst_peer(&sm.dz1_full, peer));
     }
     const int padded = pst_dz1_rows<S>(rows);
     const float zeros[N] = {};

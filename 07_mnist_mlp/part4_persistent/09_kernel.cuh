@@ -1,9 +1,9 @@
-/* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch,
- * with the weights on the chip from its first step to its last (part4_persistent/10_persistent_steps.cuh runs it).
- * This file is its loop; the phases are part4_persistent/06_phases.cuh (z2_shares and
- * softmax_backward in part4_persistent/07_softmax_backward.cuh, the batch in part4_persistent/08_batch.cuh),
- * the two products part4_persistent/02_products.cuh, and how blocks reach each other
- * part4_persistent/01_cluster_sync.cuh.
+/* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch, with
+ * the weights on the chip from its first step to its last (part4_persistent/10_persistent_steps.cuh
+ * runs it). This file is its loop; the phases are part4_persistent/06_phases.cuh (z2_shares and
+ * softmax_backward in part4_persistent/07_softmax_backward.cuh, the batch in
+ * part4_persistent/08_batch.cuh), the two products part4_persistent/02_products.cuh, and how blocks
+ * reach each other part4_persistent/01_cluster_sync.cuh.
  *
  * The three-launch step of `optimized` still hands everything over through memory: each
  * launch reads W1 (3.2 MB) or its velocity from L2 or DRAM, writes what the next one needs,
@@ -78,8 +78,8 @@
 
 /* One block of 256 threads per SM (its shared memory is nearly all of the SM's), in
  * clusters of 8 (the launch sets the cluster size). */
-template <typename S>
-__global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_constant__ PstArgs a)
+template <typename S> __global__ void __launch_bounds__(PST_THREADS, 1)
+    mlp_persistent(const __grid_constant__ PstArgs a)
 {
 #ifdef PST_DEVICE
     typedef PstProduct<S> P;
@@ -90,7 +90,8 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (a.steps == 0) return;
     const int rank = pst_rank(), group = blockIdx.x / PST_CLUSTER, groups = gridDim.x / PST_CLUSTER;
-    const int k0 = pst_slice_begin(rank, P::QUANTUM), ks = pst_slice_begin(rank + 1, P::QUANTUM) - k0;
+    const int k0 = pst_slice_begin(rank, P::QUANTUM),
+              ks = pst_slice_begin(rank + 1, P::QUANTUM) - k0;
     const int u0 = group * PST_UNITS;
     P prod;
     prod.load(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
@@ -106,27 +107,29 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     /* block 0, thread 0 counts the cycles of each phase (a clock read after each) */
     const bool stamp = a.phase_cycles && blockIdx.x == 0 && threadIdx.x == 0;
     long long cycles[PST_PHASES] = {}, last = clock64();
-#define PST_STAMP(phase)                                                                           \
-    do {                                                                                           \
-        if (stamp) {                                                                               \
-            long long now_ = clock64();                                                            \
-            cycles[phase] += now_ - last, last = now_;                                             \
-        }                                                                                          \
+#define PST_STAMP(phase)                               \
+    do {                                               \
+        if (stamp) {                                   \
+            long long now_ = clock64();                \
+            cycles[phase] += now_ - last, last = now_; \
+        }                                              \
     } while (0)
-    /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other
-       one during the step: its rows, in bf16 and in the epoch's order (part4_persistent/10_persistent_steps.cuh),
-       are two boxes of a tensor map, which one thread asks the TMA unit to copy just before
-       the dW1 product; they land during it and are waited for at the step's end, so that the
-       next forward follows at once. With one
-       buffer (fp32, bf16x3: no room for two), the loads are issued in small_step and the put
-       follows the dW1 product, which reads x until its end. */
+    /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other one
+       during the step: its rows, in bf16 and in the epoch's order
+       (part4_persistent/10_persistent_steps.cuh), are two boxes of a tensor map, which one thread
+       asks the TMA unit to copy just before the dW1 product; they land during it and are waited for
+       at the step's end, so that the next forward follows at once. With one buffer (fp32, bf16x3:
+       no room for two), the loads are issued in small_step and the put follows the dW1 product,
+       which reads x until its end. */
     for (int s = 0; s < a.steps; s++) {
         const int rows = pst_rows(a, s), buf = s & 1;
         const bool record = a.train && s == a.steps - 1;
         const PstOwn o = pst_own(rows, rank);
         const PstSplit sp = pst_split(rows, P::GRANULE);
-        typename P::T *x = sm.xs + (TWO_BUFFERS ? buf : 0) * sm.X_SIZE, *x_next = sm.xs + (TWO_BUFFERS ? 1 - buf : 0) * sm.X_SIZE;
-        int ahead = TWO_BUFFERS ? pst_image(a, s + 1) : 0; /* the next step's image, for the fetch */
+        typename P::T *x = sm.xs + (TWO_BUFFERS ? buf : 0) * sm.X_SIZE,
+                      *x_next = sm.xs + (TWO_BUFFERS ? 1 - buf : 0) * sm.X_SIZE;
+        /* the next step's image, for the fetch */
+        int ahead = TWO_BUFFERS ? pst_image(a, s + 1) : 0;
         if (TWO_BUFFERS) pst_prefetch_batch(a, s + 2, k0, group, groups); /* into L2 for its copy */
         /* forward */
         P::forward(x, sm.w1s, sm.part, ks, sp, a.scale, a.shift);
@@ -151,7 +154,8 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
         pst_reduce_z1(sm, a, o, u0, record, (float *)x_next);
         __syncthreads();
         if constexpr (TWO_BUFFERS)
-            pst_z2_share_sum<S>((const float *)x_next, a, o, group, groups, buf, (int)(a.stamp0 + s + 1));
+            pst_z2_share_sum<S>((const float *)x_next, a, o, group, groups, buf,
+                                (int)(a.stamp0 + s + 1));
         else
             pst_z2_share(sm, a, o, group, groups, buf, (int)(a.stamp0 + s + 1));
         __syncthreads();
@@ -204,7 +208,8 @@ __global__ void __launch_bounds__(PST_THREADS, 1) mlp_persistent(const __grid_co
     if (stamp)
         for (int k = 0; k < PST_PHASES; k++) a.phase_cycles[k] = cycles[k];
     if (a.train) {
-        tc_mbar_wait(&sm.small_full, (unsigned)(a.steps - 1) & 1u); /* the last step's small weights */
+        /* the last step's small weights */
+        tc_mbar_wait(&sm.small_full, (unsigned)(a.steps - 1) & 1u);
         prod.store(a.params + a.w1, a.vel + a.w1, a.hidden, k0, ks, u0, sm.w1s);
         pst_store_small(sm, a, u0, rank);
     }

@@ -19,22 +19,24 @@
 #define CH07_STEPS_PERSISTENT_CUH
 
 #include "07_mnist_mlp/part4_persistent/09_kernel.cuh"
-#include "07_mnist_mlp/part2_tensor_cores/01_tc_steps.cuh" /* TC_TOLERANCES: the bf16 trainer is checked as the tensor-core step is */
+/* TC_TOLERANCES: the bf16 trainer is checked as the tensor-core step is */
+#include "07_mnist_mlp/part2_tensor_cores/01_tc_steps.cuh"
 #include "07_mnist_mlp/driver/trainer.cuh"
 
 typedef struct {
-    void *z2part; /* PstArgs's */
-    unsigned stamps; /* the step numbers the launches have used (PstArgs's stamp0) */
-    int groups;      /* clusters: ceil(H / 72) */
-    int cooperative; /* 1 if the driver took a cooperative launch with clusters */
+    void *z2part;            /* PstArgs's */
+    unsigned stamps;         /* the step numbers the launches have used (PstArgs's stamp0) */
+    int groups;              /* clusters: ceil(H / 72) */
+    int cooperative;         /* 1 if the driver took a cooperative launch with clusters */
     long long *phase_cycles; /* the bench's phase breakdown (PST_PHASES) */
     /* bf16: the epoch's rows in its order (two buffers: this epoch's, x_epoch[cur], and the
        next one's, written while this one trains) and the test set's, in bf16 */
     bf16 *x_epoch[2], *x_test;
-    CUtensorMap map_epoch[2], map_test; /* ... as 2-D tensor maps, a box a block's slice of a batch */
-    int *order[2];           /* ... and the epochs' orders, on the GPU (copied with them) */
+    /* ... as 2-D tensor maps, a box a block's slice of a batch */
+    CUtensorMap map_epoch[2], map_test;
+    int *order[2]; /* ... and the epochs' orders, on the GPU (copied with them) */
     int cur;
-    int ahead_ready;         /* 1: x_epoch[1 - cur] holds the rows of the order drawn last */
+    int ahead_ready; /* 1: x_epoch[1 - cur] holds the rows of the order drawn last */
 } PstBuffers;
 
 static PstBuffers *pst_buffers(const Trainer *t) { return (PstBuffers *)t->own; }
@@ -43,10 +45,10 @@ static int pst_groups(int hidden) { return (hidden + PST_UNITS - 1) / PST_UNITS;
 
 /* z2's shares: two steps' (the parity's) of every cluster, each value with its step number
  * in one of the product's words (PstShares). */
-template <typename S>
-static size_t pst_share_bytes(int groups)
+template <typename S> static size_t pst_share_bytes(int groups)
 {
-    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES * sizeof(typename PstProduct<S>::ShareWord);
+    return (size_t)2 * groups * PST_MAX_ROWS * MLP_CLASSES *
+           sizeof(typename PstProduct<S>::ShareWord);
 }
 
 /* The configuration of a launch of `groups` clusters of 8 blocks, cooperative or not (at:
@@ -77,8 +79,7 @@ static cudaError_t pst_try_launch(const PstArgs &a, int groups, int cooperative)
 }
 
 /* How many clusters of the kernel the GPU holds at once (0 where it cannot run it). */
-template <typename S>
-static int pst_max_clusters(void)
+template <typename S> static int pst_max_clusters(void)
 {
     cudaFuncAttributes fa;
     CUDA_CHECK(cudaFuncGetAttributes(&fa, mlp_persistent<S>));
@@ -101,25 +102,28 @@ static int pst_refusal(int hidden, int batch, int can, char *why, size_t len)
         return 1;
     }
     if (batch > PST_MAX_ROWS) {
-        snprintf(why, len, "batch %d is over the %d rows its shared memory holds", batch, PST_MAX_ROWS);
+        snprintf(why, len, "batch %d is over the %d rows its shared memory holds", batch,
+                 PST_MAX_ROWS);
         return 1;
     }
     if (pst_groups(hidden) > PST_MAX_GROUPS) {
-        snprintf(why, len, "H = %d needs %d clusters, and the kernel adds at most %d clusters' shares of z2",
+        snprintf(why, len,
+                 "H = %d needs %d clusters, and the kernel adds at most %d clusters' shares of z2",
                  hidden, pst_groups(hidden), PST_MAX_GROUPS);
         return 1;
     }
     if (can < pst_groups(hidden)) {
-        snprintf(why, len, "H = %d needs %d clusters of %d blocks resident at once (%d units each), "
-                 "and this %s holds %d", hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS,
+        snprintf(why, len,
+                 "H = %d needs %d clusters of %d blocks resident at once (%d units each), "
+                 "and this %s holds %d",
+                 hidden, pst_groups(hidden), PST_CLUSTER, PST_UNITS,
                  can ? "GPU" : "build (not for sm_90)", can);
         return 1;
     }
     return 0;
 }
 
-template <typename S>
-static int pst_unsupported(int hidden, int batch, char *why, size_t len)
+template <typename S> static int pst_unsupported(int hidden, int batch, char *why, size_t len)
 {
     return pst_refusal(hidden, batch, pst_max_clusters<S>(), why, len);
 }
@@ -132,7 +136,8 @@ static PstArgs pst_args(const Trainer *t)
     a.scale = (float)(1.0 / (255.0 * t->std));
     a.shift = (float)(-(double)t->mean / t->std);
     a.params = t->params, a.vel = t->vel;
-    a.hidden = t->hidden, a.w1 = (int)l->w1, a.b1 = (int)l->b1, a.w2 = (int)l->w2, a.b2 = (int)l->b2;
+    a.hidden = t->hidden, a.w1 = (int)l->w1, a.b1 = (int)l->b1, a.w2 = (int)l->w2,
+    a.b2 = (int)l->b2;
     a.batch = t->batch;
     a.z2part = pst_buffers(t)->z2part;
     return a;
@@ -141,25 +146,25 @@ static PstArgs pst_args(const Trainer *t)
 /* A launch, its shares of z2 numbered after the last launch's: no share there from an
  * earlier launch passes for one of its own, and z2part needs zeros only once in 2^31 steps
  * (without them, a memset before every launch). */
-template <typename S>
-static void pst_launch(const Trainer *t, PstArgs a)
+template <typename S> static void pst_launch(const Trainer *t, PstArgs a)
 {
     PstBuffers *b = pst_buffers(t);
     if (b->stamps > (1u << 31)) b->stamps = 0;
     if (b->stamps == 0) /* step numbers 0: no step's */
-        CUDA_CHECK(cudaMemsetAsync(b->z2part, 0, pst_share_bytes<S>(b->groups), cudaStreamPerThread));
+        CUDA_CHECK(
+            cudaMemsetAsync(b->z2part, 0, pst_share_bytes<S>(b->groups), cudaStreamPerThread));
     a.stamp0 = b->stamps;
     b->stamps += (unsigned)a.steps;
     CUDA_CHECK(pst_try_launch<S>(a, b->groups, b->cooperative));
 }
 
-/* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into
- * rows (and the order into order_copy, if not NULL), on the trainer's stream. The test
- * set's once, when the trainer is made; the training set's for every epoch, in the epoch's
- * order (94 MB written, 47 MB read), during the epoch before (pst_next_rows: `early`, a programmatic dependent
- * launch) or, for the first, before it. */
-static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order, int *order_copy,
-                          int images, bf16 *rows, int early)
+/* bf16's rows of x (pst_bf16_rows): the images of `order` (NULL: in their own order) into rows (and
+ * the order into order_copy, if not NULL), on the trainer's stream. The test set's once, when the
+ * trainer is made; the training set's for every epoch, in the epoch's order (94 MB written, 47 MB
+ * read), during the epoch before (pst_next_rows: `early`, a programmatic dependent launch) or, for
+ * the first, before it. */
+static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const int *order,
+                          int *order_copy, int images, bf16 *rows, int early)
 {
     const PstArgs a = pst_args(t);
     cudaLaunchConfig_t cfg = {};
@@ -171,8 +176,8 @@ static void pst_make_rows(const Trainer *t, const unsigned char *pixels, const i
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = early ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, pst_bf16_rows, pixels, order, order_copy, images, a.scale, a.shift,
-                                  (uint4 *)rows));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, pst_bf16_rows, pixels, order, order_copy, images, a.scale,
+                                  a.shift, (uint4 *)rows));
 }
 
 /* The tensor map of `images` rows of bf16 pixels, copied in boxes of the batch's rows (rounded
@@ -186,19 +191,20 @@ static CUtensorMap pst_rows_map(const bf16 *rows, int images, int batch)
     cuuint64_t strides[1] = {(cuuint64_t)IDX_PIXELS * sizeof(bf16)};
     cuuint32_t box[2] = {(cuuint32_t)P::X_BLOCK_ROW, (cuuint32_t)pst_x_rows(batch)};
     cuuint32_t step[2] = {1, 1};
-    CUresult r = tc_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)rows, dims, strides, box, step,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r =
+        tc_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)rows, dims, strides, box,
+                       step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed (error %d) for %d rows of x in batches of %d\n", (int)r, images,
-                batch);
+        fprintf(stderr,
+                "cuTensorMapEncodeTiled failed (error %d) for %d rows of x in batches of %d\n",
+                (int)r, images, batch);
         exit(1);
     }
     return map;
 }
 
-template <typename S>
-static void pst_create(Trainer *t)
+template <typename S> static void pst_create(Trainer *t)
 {
     char why[200];
     int can = pst_max_clusters<S>();
@@ -238,9 +244,11 @@ static void pst_create(Trainer *t)
         CUDA_CHECK(pst_try_launch<S>(probe, b->groups, 0));
     }
     CUDA_CHECK(cudaDeviceSynchronize());
-    printf("  %s: %d clusters of %d blocks (the GPU holds %d at once), %zu bytes of shared memory a block, %s launch\n",
-           t->impl->name, b->groups, PST_CLUSTER, can, sizeof(PstShared<S>),
-           b->cooperative ? "cooperative" : "plain (resident by occupancy)");
+    printf(
+        "  %s: %d clusters of %d blocks (the GPU holds %d at once), %zu bytes of shared memory a "
+        "block, %s launch\n",
+        t->impl->name, b->groups, PST_CLUSTER, can, sizeof(PstShared<S>),
+        b->cooperative ? "cooperative" : "plain (resident by occupancy)");
 }
 
 static void pst_destroy(Trainer *t)
@@ -279,8 +287,7 @@ static PstArgs pst_epoch_args(const Trainer *t, float lr, float mu)
 }
 
 /* bf16: the epoch's rows of x, in its order, before its launch. */
-template <typename S>
-static void pst_epoch_rows(const Trainer *t)
+template <typename S> static void pst_epoch_rows(const Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     if (PstProduct<S>::X_BUFFERS == 2)
@@ -289,8 +296,7 @@ static void pst_epoch_rows(const Trainer *t)
 
 /* bf16: this epoch's order and rows were copied and written during the last epoch if its
  * order was drawn then (pst_next_rows); else (the first epoch) they are now. */
-template <typename S>
-static void pst_epoch(Trainer *t)
+template <typename S> static void pst_epoch(Trainer *t)
 {
     PstBuffers *b = pst_buffers(t);
     if (b->ahead_ready) {
@@ -326,8 +332,7 @@ static void pst_next_rows(Trainer *t)
 /* For the bench: where a step's time goes. One more epoch (lr 0, momentum 1: the weights
  * stay as they are) in which block 0 counts the clock cycles of each phase; its time a step,
  * shared out in proportion (us[k], PST_PHASES of them). */
-template <typename S>
-static void pst_phase_times(Trainer *t, double *us)
+template <typename S> static void pst_phase_times(Trainer *t, double *us)
 {
     PstBuffers *b = pst_buffers(t);
     PstArgs a = pst_epoch_args(t, 0.0f, 1.0f);
@@ -345,23 +350,27 @@ static void pst_phase_times(Trainer *t, double *us)
     CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     CUDA_CHECK(cudaMemcpy(cycles, b->phase_cycles, sizeof cycles, cudaMemcpyDeviceToHost));
     for (int k = 0; k < PST_PHASES; k++) total += cycles[k];
-    for (int k = 0; k < PST_PHASES; k++) us[k] = total > 0 ? 1e3 * ms / a.steps * (double)cycles[k] / total : 0.0;
+    for (int k = 0; k < PST_PHASES; k++)
+        us[k] = total > 0 ? 1e3 * ms / a.steps * (double)cycles[k] / total : 0.0;
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
 }
 
-static const char *const PST_PHASE_NAMES[PST_PHASES] = {"forward", "reduce_z1_z2", "z2_shares",
-                                                        "softmax_backward", "small_step", "dW1_step_next_x"};
-static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpFp32>};
-static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16>};
-static const StepStages PERSISTENT_BF16X3_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL, pst_phase_times<MlpBf16x3>};
+static const char *const PST_PHASE_NAMES[PST_PHASES] = {
+    "forward", "reduce_z1_z2", "z2_shares", "softmax_backward", "small_step", "dW1_step_next_x"};
+static const StepStages PERSISTENT_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL,
+                                             pst_phase_times<MlpFp32>};
+static const StepStages PERSISTENT_BF16_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL,
+                                                  pst_phase_times<MlpBf16>};
+static const StepStages PERSISTENT_BF16X3_STAGES = {PST_PHASES, PST_PHASE_NAMES, NULL,
+                                                    pst_phase_times<MlpBf16x3>};
 
 /* The test pass: the same kernel without the backward pass, in batches of t->batch. */
-template <typename S>
-static double pst_evaluate(Trainer *t, double *loss)
+template <typename S> static double pst_evaluate(Trainer *t, double *loss)
 {
     PstArgs a = pst_args(t);
-    a.pixels = t->test_pixels, a.labels = t->test_labels, a.order = t->test_order, a.rows = pst_buffers(t)->map_test;
+    a.pixels = t->test_pixels, a.labels = t->test_labels, a.order = t->test_order,
+    a.rows = pst_buffers(t)->map_test;
     a.images = t->n_test, a.steps = (t->n_test + t->batch - 1) / t->batch;
     a.loss = t->eval_loss, a.correct = t->correct;
     test_pass_clear(t);
@@ -370,22 +379,36 @@ static double pst_evaluate(Trainer *t, double *loss)
 }
 
 static const StepFamily PERSISTENT_STEPS = {
-    .fused = 0, .capturable = 0,
-    .create = pst_create<MlpFp32>, .destroy = pst_destroy,
-    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpFp32>,
-    .tolerances = NULL, .stages = &PERSISTENT_STAGES,
-    .epoch = pst_epoch<MlpFp32>, .unsupported = pst_unsupported<MlpFp32>,
-    .z1_sum = NULL, .next_order_drawn = NULL,
+    .fused = 0,
+    .capturable = 0,
+    .create = pst_create<MlpFp32>,
+    .destroy = pst_destroy,
+    .begin_epoch = NULL,
+    .step = NULL,
+    .evaluate = pst_evaluate<MlpFp32>,
+    .tolerances = NULL,
+    .stages = &PERSISTENT_STAGES,
+    .epoch = pst_epoch<MlpFp32>,
+    .unsupported = pst_unsupported<MlpFp32>,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
 };
 
 /* bf16x3: fp32's numbers (part4_persistent/05_products_bf16x3.cuh), checked as fp32 is. */
 static const StepFamily PERSISTENT_BF16X3_STEPS = {
-    .fused = 0, .capturable = 0,
-    .create = pst_create<MlpBf16x3>, .destroy = pst_destroy,
-    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16x3>,
-    .tolerances = NULL, .stages = &PERSISTENT_BF16X3_STAGES,
-    .epoch = pst_epoch<MlpBf16x3>, .unsupported = pst_unsupported<MlpBf16x3>,
-    .z1_sum = NULL, .next_order_drawn = NULL,
+    .fused = 0,
+    .capturable = 0,
+    .create = pst_create<MlpBf16x3>,
+    .destroy = pst_destroy,
+    .begin_epoch = NULL,
+    .step = NULL,
+    .evaluate = pst_evaluate<MlpBf16x3>,
+    .tolerances = NULL,
+    .stages = &PERSISTENT_BF16X3_STAGES,
+    .epoch = pst_epoch<MlpBf16x3>,
+    .unsupported = pst_unsupported<MlpBf16x3>,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
 };
 
 /* x's row times W1's column j as the bf16 kernel sums it (StepFamily's z1_sum, for --check):
@@ -398,7 +421,8 @@ static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int
     const PstSplit sp = pst_split(batch, P::GRANULE);
     double z = 0.0;
     for (int q = 0; q < PST_CLUSTER; q++) {
-        const int k0 = pst_slice_begin(q, P::QUANTUM), steps = (pst_slice_begin(q + 1, P::QUANTUM) - k0) / P::QUANTUM;
+        const int k0 = pst_slice_begin(q, P::QUANTUM),
+                  steps = (pst_slice_begin(q + 1, P::QUANTUM) - k0) / P::QUANTUM;
         double slice = 0.0;
         for (int p = 0; p < sp.parts; p++) {
             int s0, s1;
@@ -413,19 +437,25 @@ static double pst_bf16_z1_sum(const float *xb, const double *w1, int hidden, int
     return z;
 }
 
-/* bf16: checked as part2_tensor_cores/01_tc_steps.cuh's step is (TC_TOLERANCES: against CPU steps on the same
- * rounded operands: x and W1 in the forward product, x and dz1 in dW1), with z1's sums
- * rounded where the kernel rounds them (pst_bf16_z1_sum). z2's shares, which cross L2 with
- * 16 bits of mantissa (PstShares: 2^-17 of a share at most), are not rounded here: what they
- * add to --check's errors (at worst a ReLU flip in the second step) stays well inside the
- * tolerances. */
+/* bf16: checked as part2_tensor_cores/01_tc_steps.cuh's step is (TC_TOLERANCES: against CPU steps
+ * on the same rounded operands: x and W1 in the forward product, x and dz1 in dW1), with z1's sums
+ * rounded where the kernel rounds them (pst_bf16_z1_sum). z2's shares, which cross L2 with 16 bits
+ * of mantissa (PstShares: 2^-17 of a share at most), are not rounded here: what they add to
+ * --check's errors (at worst a ReLU flip in the second step) stays well inside the tolerances. */
 static const StepFamily PERSISTENT_BF16_STEPS = {
-    .fused = 0, .capturable = 0,
-    .create = pst_create<MlpBf16>, .destroy = pst_destroy,
-    .begin_epoch = NULL, .step = NULL, .evaluate = pst_evaluate<MlpBf16>,
-    .tolerances = &TC_TOLERANCES, .stages = &PERSISTENT_BF16_STAGES,
-    .epoch = pst_epoch<MlpBf16>, .unsupported = pst_unsupported<MlpBf16>,
-    .z1_sum = pst_bf16_z1_sum, .next_order_drawn = pst_next_rows,
+    .fused = 0,
+    .capturable = 0,
+    .create = pst_create<MlpBf16>,
+    .destroy = pst_destroy,
+    .begin_epoch = NULL,
+    .step = NULL,
+    .evaluate = pst_evaluate<MlpBf16>,
+    .tolerances = &TC_TOLERANCES,
+    .stages = &PERSISTENT_BF16_STAGES,
+    .epoch = pst_epoch<MlpBf16>,
+    .unsupported = pst_unsupported<MlpBf16>,
+    .z1_sum = pst_bf16_z1_sum,
+    .next_order_drawn = pst_next_rows,
 };
 
 #endif

@@ -15,9 +15,11 @@
 /* Small enough that one input never decodes to more than a few MB. */
 #define FUZZ_MAX_DECODED ((size_t)4 << 20)
 
-static int decode(const uint8_t *in, size_t len, unsigned char **out, size_t *out_len, char *err, size_t errlen)
+static int decode(const uint8_t *in, size_t len, unsigned char **out, size_t *out_len, char *err,
+                  size_t errlen)
 {
-    if (len >= 2 && in[0] == 0x1f && in[1] == 0x8b) return idx_gunzip(in, len, FUZZ_MAX_DECODED, out, out_len, err, errlen);
+    if (len >= 2 && in[0] == 0x1f && in[1] == 0x8b)
+        return idx_gunzip(in, len, FUZZ_MAX_DECODED, out, out_len, err, errlen);
     *out = (unsigned char *)malloc(len ? len : 1);
     if (len) memcpy(*out, in, len);
     *out_len = len;
@@ -37,7 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *body = data + 2;
     size_t blen_in = size - 2;
     if (mode == 0 && decode(body, blen_in, &a, &alen, err, sizeof err) == 0) {
-        if (idx_parse_pair(a, alen, GOOD_LABELS, sizeof GOOD_LABELS, &ds, err, sizeof err) == 0) idx_free(&ds);
+        if (idx_parse_pair(a, alen, GOOD_LABELS, sizeof GOOD_LABELS, &ds, err, sizeof err) == 0)
+            idx_free(&ds);
     } else if (mode == 1 && decode(body, blen_in, &a, &alen, err, sizeof err) == 0) {
         unsigned count;
         size_t bytes;

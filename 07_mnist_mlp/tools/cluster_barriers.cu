@@ -29,11 +29,23 @@
 #include "common/cuda_utils.cuh" /* CUDA_CHECK, get_device_info, and cli.h's cli_parse_ll */
 #include "07_mnist_mlp/part4_persistent/01_cluster_sync.cuh"
 
-enum { RELEASE, RELEASE_ANY, ACQ_REL, CTA_RELEASE, RELAXED, EXCHANGE_RELEASE, EXCHANGE_ST_ASYNC, VARIANTS };
-static const char *const kVariants[VARIANTS] = {"release", "release_any",      "acq_rel",          "cta_release",
-                                                "relaxed", "exchange_release", "exchange_st_async"};
-static const int kCluster = 8, kThreads = 256, kRows = 256, kOwn = kRows / kCluster, kChunks = 9; /* 72 units */
-static const int kPlane = kRows * 8 + 8; /* fp16 from a chunk of 8 units to the next, as bf16's P_PLANE */
+enum {
+    RELEASE,
+    RELEASE_ANY,
+    ACQ_REL,
+    CTA_RELEASE,
+    RELAXED,
+    EXCHANGE_RELEASE,
+    EXCHANGE_ST_ASYNC,
+    VARIANTS
+};
+static const char *const kVariants[VARIANTS] = {
+    "release", "release_any",      "acq_rel",          "cta_release",
+    "relaxed", "exchange_release", "exchange_st_async"};
+/* kChunks: 16-byte chunks of a row's 72 units of fp16 */
+static const int kCluster = 8, kThreads = 256, kRows = 256, kOwn = kRows / kCluster, kChunks = 9;
+/* fp16 from a chunk of 8 units to the next, as bf16's P_PLANE */
+static const int kPlane = kRows * 8 + 8;
 
 struct Shared {
     __half part[kChunks * kPlane]; /* the partial sums, then dz1, chunk by chunk */
@@ -43,12 +55,14 @@ struct Shared {
 };
 
 #ifdef PST_DEVICE
-template <int V>
-static __device__ __forceinline__ void cluster_barrier(void)
+template <int V> static __device__ __forceinline__ void cluster_barrier(void)
 {
     if (V == RELEASE || V == EXCHANGE_RELEASE) {
         asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                     "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+                     "barrier.cluster.wait.acquire.aligned;\n"
+                     :
+                     :
+                     : "memory");
     } else if (V == RELEASE_ANY) {
         tc_cluster_sync();
     } else if (V == CTA_RELEASE || V == EXCHANGE_ST_ASYNC) {
@@ -56,7 +70,10 @@ static __device__ __forceinline__ void cluster_barrier(void)
     } else {
         if (V == ACQ_REL) asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
         asm volatile("barrier.cluster.arrive.relaxed.aligned;\n"
-                     "barrier.cluster.wait.aligned;\n" ::: "memory");
+                     "barrier.cluster.wait.aligned;\n"
+                     :
+                     :
+                     : "memory");
     }
 }
 
@@ -69,14 +86,14 @@ static __device__ __forceinline__ __half *part_at(Shared &sm, int r, int c)
 /* One loop's two exchanges: the forward's partial sums (each thread 4 rows x 9 pairs of
    units, where bf16's forward leaves its accumulators), pulled by their rows' owner; then
    dz1's rows, pushed by their owner into all 8 blocks. */
-template <int V>
-static __device__ __forceinline__ float exchanges(Shared &sm, int loop)
+template <int V> static __device__ __forceinline__ float exchanges(Shared &sm, int loop)
 {
     const int t = threadIdx.x, rank = pst_rank(), warp = t / 32, lane = t % 32;
     for (int i = 0; i < 4; i++) {
         const int r = 64 * (2 * (warp / 4) + i / 2) + 16 * (warp % 4) + lane / 4 + 8 * (i % 2);
         for (int c = 0; c < kChunks; c++)
-            *(__half2 *)(part_at(sm, r, c) + 2 * (lane % 4)) = __floats2half2_rn((float)loop, (float)rank);
+            *(__half2 *)(part_at(sm, r, c) + 2 * (lane % 4)) =
+                __floats2half2_rn((float)loop, (float)rank);
     }
     cluster_barrier<V>();
     if (V == EXCHANGE_ST_ASYNC && t == 0) tc_mbar_arrive_expect(&sm.dz1_full, kRows * kChunks * 16);
@@ -98,8 +115,9 @@ static __device__ __forceinline__ float exchanges(Shared &sm, int loop)
             if (V == EXCHANGE_ST_ASYNC)
                 pst_st_async16(to, v, pst_peer(&sm.dz1_full, peer));
             else
-                asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(to), "r"(v.x), "r"(v.y),
-                             "r"(v.z), "r"(v.w)
+                asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                             :
+                             : "r"(to), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                              : "memory");
         }
     }
@@ -111,8 +129,7 @@ static __device__ __forceinline__ float exchanges(Shared &sm, int loop)
 }
 #endif
 
-template <int V>
-__global__ void __launch_bounds__(256, 1) barrier_loop(int reps, float *out)
+template <int V> __global__ void __launch_bounds__(256, 1) barrier_loop(int reps, float *out)
 {
 #ifdef PST_DEVICE
     extern __shared__ __align__(16) unsigned char raw[];
@@ -138,15 +155,17 @@ __global__ void __launch_bounds__(256, 1) barrier_loop(int reps, float *out)
 }
 
 /* Variant V's launch of `clusters` clusters of 8 (cluster: its attribute's storage). */
-template <int V>
-static cudaLaunchConfig_t launch_config(int clusters, cudaLaunchAttribute *cluster)
+template <int V> static cudaLaunchConfig_t launch_config(int clusters, cudaLaunchAttribute *cluster)
 {
     const size_t smem = sizeof(Shared);
-    CUDA_CHECK(cudaFuncSetAttribute(barrier_loop<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(cudaFuncSetAttribute(barrier_loop<V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
     cudaLaunchConfig_t config = {};
     cluster->id = cudaLaunchAttributeClusterDimension;
-    cluster->val.clusterDim.x = kCluster, cluster->val.clusterDim.y = 1, cluster->val.clusterDim.z = 1;
-    config.gridDim = dim3(clusters * kCluster), config.blockDim = dim3(kThreads), config.dynamicSmemBytes = smem;
+    cluster->val.clusterDim.x = kCluster, cluster->val.clusterDim.y = 1,
+    cluster->val.clusterDim.z = 1;
+    config.gridDim = dim3(clusters * kCluster), config.blockDim = dim3(kThreads),
+    config.dynamicSmemBytes = smem;
     config.attrs = cluster, config.numAttrs = 1;
     return config;
 }
@@ -168,8 +187,7 @@ typedef struct {
     float *out;
 } Launch;
 
-template <int V>
-static void launch_variant(void *ctx)
+template <int V> static void launch_variant(void *ctx)
 {
     const Launch *l = (const Launch *)ctx;
     CUDA_CHECK(cudaLaunchKernelEx(&l->config, barrier_loop<V>, l->reps, l->out));
@@ -177,8 +195,7 @@ static void launch_variant(void *ctx)
 }
 
 /* Variant V: the median of 3 launches of `reps` loops (after one), in us a loop. */
-template <int V>
-static double time_variant(int clusters, int reps, float *out)
+template <int V> static double time_variant(int clusters, int reps, float *out)
 {
     cudaLaunchAttribute cluster;
     Launch l = {launch_config<V>(clusters, &cluster), reps, out};
@@ -204,7 +221,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--reps")) {
             if (i + 1 >= argc) usage_fail("--reps needs a number", "");
-            if (cli_parse_ll(argv[++i], 1, 1000000, &reps, err, sizeof err)) usage_fail("--reps: ", err);
+            if (cli_parse_ll(argv[++i], 1, 1000000, &reps, err, sizeof err))
+                usage_fail("--reps: ", err);
         } else {
             usage_fail("unknown argument: ", argv[i]);
         }
@@ -212,19 +230,23 @@ int main(int argc, char **argv)
     DeviceInfo info;
     get_device_info(&info);
     if (info.major < 9) {
-        printf("cluster_barriers: skipped on %s (sm_%d%d): clusters need sm_90\n", info.name, info.major, info.minor);
+        printf("cluster_barriers: skipped on %s (sm_%d%d): clusters need sm_90\n", info.name,
+               info.major, info.minor);
         return 0;
     }
     const int clusters = max_clusters();
     if (clusters < 1) {
-        printf("cluster_barriers: skipped on %s: no cluster of %d blocks with %zu bytes of shared memory each fits\n",
+        printf("cluster_barriers: skipped on %s: no cluster of %d blocks with %zu bytes of shared "
+               "memory each fits\n",
                info.name, kCluster, sizeof(Shared));
         return 0;
     }
     float *out;
     CUDA_CHECK(cudaMalloc(&out, (size_t)clusters * kCluster * kThreads * sizeof(float)));
-    printf("%s, %d clusters of %d blocks, %d threads a block, %lld loops; us a loop (two barriers a loop)\n",
-           info.name, clusters, kCluster, kThreads, reps);
+    printf(
+        "%s, %d clusters of %d blocks, %d threads a block, %lld loops; us a loop (two barriers a "
+        "loop)\n",
+        info.name, clusters, kCluster, kThreads, reps);
     const double us[VARIANTS] = {time_variant<RELEASE>(clusters, (int)reps, out),
                                  time_variant<RELEASE_ANY>(clusters, (int)reps, out),
                                  time_variant<ACQ_REL>(clusters, (int)reps, out),

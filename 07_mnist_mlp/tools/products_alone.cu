@@ -18,24 +18,24 @@
 #include "common/cuda_utils.cuh"
 #include "07_mnist_mlp/part4_persistent/06_phases.cuh"
 
-static const char *const kProducts[] = {"fp32_forward", "fp32_dw1", "bf16x3_forward", "bf16x3_dw1",
-                                        "bf16_forward", "bf16_dw1",     NULL};
+static const char *const kProducts[] = {
+    "fp32_forward", "fp32_dw1", "bf16x3_forward", "bf16x3_dw1", "bf16_forward", "bf16_dw1", NULL};
 static const int kBlocks = 120, kImages = 60000, kHidden = 1024;
 
 /* Product `which` (0 forward, 1 dW1 with the next rows' fetch and put where the trainer has
  * them) `reps` times on shared memory filled with small finite numbers; block b's cycles
  * into cycles[b]. */
-template <typename S>
-__global__ void __launch_bounds__(PST_THREADS, 1)
-    product_alone(int which, int reps, int rows, const float *w1, const unsigned char *pixels, float *out,
-                  long long *cycles)
+template <typename S> __global__ void __launch_bounds__(PST_THREADS, 1)
+    product_alone(int which, int reps, int rows, const float *w1, const unsigned char *pixels,
+                  float *out, long long *cycles)
 {
 #ifdef PST_DEVICE
     typedef PstProduct<S> P;
     extern __shared__ __align__(16) unsigned char smem[];
     PstShared<S> &sm = *(PstShared<S> *)smem;
     for (int i = threadIdx.x; i < (int)(sizeof(PstShared<S>) / 4); i += PST_THREADS)
-        ((unsigned *)smem)[i] = 0x3c003c00u + (unsigned)(i % 13); /* 1.0-ish in bf16, 0.0078 in fp32 */
+        /* 1.0-ish in bf16, 0.0078 in fp32 */
+        ((unsigned *)smem)[i] = 0x3c003c00u + (unsigned)(i % 13);
     const int ks = P::MAX_SLICE;
     P prod;
     prod.load(w1, w1, kHidden, 0, ks, 0, sm.w1s);
@@ -48,11 +48,13 @@ __global__ void __launch_bounds__(PST_THREADS, 1)
             P::forward(sm.xs, sm.w1s, sm.part, ks, sp, 0.01f, -0.4f);
         } else {
             int image = (blockIdx.x * PST_THREADS + threadIdx.x + 977 * r) % kImages;
-            if constexpr (P::X_BUFFERS == 1) P::fetch(row, pixels + (size_t)image * IDX_PIXELS, 0, ks);
+            if constexpr (P::X_BUFFERS == 1)
+                P::fetch(row, pixels + (size_t)image * IDX_PIXELS, 0, ks);
             __syncthreads();
             prod.dw1_step(sm.xs, sm.part, sm.w1s, ks, rows, 0.01f, 0.9f, 0.01f, -0.4f);
             __syncthreads();
-            if constexpr (P::X_BUFFERS == 1) P::put(sm.xs, threadIdx.x, row, ks, (int)threadIdx.x < rows, 0.01f, -0.4f);
+            if constexpr (P::X_BUFFERS == 1)
+                P::put(sm.xs, threadIdx.x, row, ks, (int)threadIdx.x < rows, 0.01f, -0.4f);
         }
         __syncthreads();
     }
@@ -61,15 +63,17 @@ __global__ void __launch_bounds__(PST_THREADS, 1)
 #endif
 }
 
-template <typename S>
-static void time_product(const char *name, int which, int rows, int reps, const float *w1,
-                         const unsigned char *pixels, float *out, long long *cycles)
+template <typename S> static void time_product(const char *name, int which, int rows, int reps,
+                                               const float *w1, const unsigned char *pixels,
+                                               float *out, long long *cycles)
 {
     const size_t smem = sizeof(PstShared<S>);
-    CUDA_CHECK(cudaFuncSetAttribute(product_alone<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(cudaFuncSetAttribute(product_alone<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
     cudaFuncAttributes fa;
     CUDA_CHECK(cudaFuncGetAttributes(&fa, product_alone<S>));
-    product_alone<S><<<kBlocks, PST_THREADS, smem>>>(which, 2, rows, w1, pixels, out, cycles); /* warm-up */
+    /* warm-up */
+    product_alone<S><<<kBlocks, PST_THREADS, smem>>>(which, 2, rows, w1, pixels, out, cycles);
     CHECK_LAUNCH();
     cudaEvent_t begin, end;
     CUDA_CHECK(cudaEventCreate(&begin));
@@ -77,7 +81,8 @@ static void time_product(const char *name, int which, int rows, int reps, const 
     float best_ms = 1e30f;
     for (int t = 0; t < 5; t++) {
         CUDA_CHECK(cudaEventRecord(begin));
-        product_alone<S><<<kBlocks, PST_THREADS, smem>>>(which, reps, rows, w1, pixels, out, cycles);
+        product_alone<S>
+            <<<kBlocks, PST_THREADS, smem>>>(which, reps, rows, w1, pixels, out, cycles);
         CHECK_LAUNCH();
         CUDA_CHECK(cudaEventRecord(end));
         CUDA_CHECK(cudaEventSynchronize(end));
@@ -90,8 +95,8 @@ static void time_product(const char *name, int which, int rows, int reps, const 
     long long host[kBlocks], slowest = 0;
     CUDA_CHECK(cudaMemcpy(host, cycles, sizeof(host), cudaMemcpyDeviceToHost));
     for (int b = 0; b < kBlocks; b++) slowest = host[b] > slowest ? host[b] : slowest;
-    printf("%-14s rows %3d  %3d registers  %7.2f us a repetition  %7.0f cycles (slowest block)\n", name, rows,
-           fa.numRegs, best_ms * 1000.0f / reps, (double)slowest / reps);
+    printf("%-14s rows %3d  %3d registers  %7.2f us a repetition  %7.0f cycles (slowest block)\n",
+           name, rows, fa.numRegs, best_ms * 1000.0f / reps, (double)slowest / reps);
 }
 
 static const char kUsage[] =
@@ -124,14 +129,16 @@ static void parse_products_args(int argc, char **argv, const ProgramSpec *spec, 
         if (!strcmp(a, "--kernel")) {
             if (!has_value) usage_fail("--kernel needs a name", "");
             o->kernel = argv[++i];
-            if (cli_unknown_kernel(spec, o->kernel, name, sizeof name)) usage_fail("unknown product: ", name);
+            if (cli_unknown_kernel(spec, o->kernel, name, sizeof name))
+                usage_fail("unknown product: ", name);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--size")) {
             if (!has_value) usage_fail("-n needs batch rows", "");
             if (cli_parse_size_list(argv[++i], spec, o, err, sizeof err)) usage_fail(err, "");
         } else if (!strcmp(a, "--reps")) {
             long long v;
             if (!has_value) usage_fail("--reps needs a number", "");
-            if (cli_parse_ll(argv[++i], 1, 100000, &v, err, sizeof err)) usage_fail("--reps: ", err);
+            if (cli_parse_ll(argv[++i], 1, 100000, &v, err, sizeof err))
+                usage_fail("--reps: ", err);
             o->reps = (int)v;
         } else {
             usage_fail("unknown argument: ", a);
@@ -141,14 +148,18 @@ static void parse_products_args(int argc, char **argv, const ProgramSpec *spec, 
 
 int main(int argc, char **argv)
 {
-    const ProgramSpec spec = {"products_alone", "", "", NULL, kProducts, 1, PST_MAX_ROWS, NULL, NULL};
+    const ProgramSpec spec = {"products_alone", "",   "",  NULL, kProducts, 1,
+                              PST_MAX_ROWS,     NULL, NULL};
     Options o;
     parse_products_args(argc, argv, &spec, &o);
     DeviceInfo info;
     get_device_info(&info);
     if (info.major < 9) {
-        printf("products_alone: skipped on %s (sm_%d%d): the persistent trainers need sm_90's 227 KB of shared "
-               "memory a block\n", info.name, info.major, info.minor);
+        printf(
+            "products_alone: skipped on %s (sm_%d%d): the persistent trainers need sm_90's 227 KB "
+            "of shared "
+            "memory a block\n",
+            info.name, info.major, info.minor);
         return 0;
     }
     float *w1, *out;
@@ -161,17 +172,23 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&pixels, (size_t)kImages * IDX_PIXELS));
     CUDA_CHECK(cudaMemset(pixels, 7, (size_t)kImages * IDX_PIXELS));
     CUDA_CHECK(cudaMalloc(&cycles, kBlocks * sizeof(long long)));
-    printf("%s, %d blocks of %d threads, %d repetitions\n", info.name, kBlocks, PST_THREADS, o.reps);
+    printf("%s, %d blocks of %d threads, %d repetitions\n", info.name, kBlocks, PST_THREADS,
+           o.reps);
     const long long default_rows = PST_MAX_ROWS;
     for (int s = 0; s < size_count(&o, 1); s++) {
         int rows = (int)size_at(&o, &default_rows, s);
-        if (kernel_selected(&o, "fp32_forward")) time_product<MlpFp32>("fp32_forward", 0, rows, o.reps, w1, pixels, out, cycles);
-        if (kernel_selected(&o, "fp32_dw1")) time_product<MlpFp32>("fp32_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "fp32_forward"))
+            time_product<MlpFp32>("fp32_forward", 0, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "fp32_dw1"))
+            time_product<MlpFp32>("fp32_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
         if (kernel_selected(&o, "bf16x3_forward"))
             time_product<MlpBf16x3>("bf16x3_forward", 0, rows, o.reps, w1, pixels, out, cycles);
-        if (kernel_selected(&o, "bf16x3_dw1")) time_product<MlpBf16x3>("bf16x3_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
-        if (kernel_selected(&o, "bf16_forward")) time_product<MlpBf16>("bf16_forward", 0, rows, o.reps, w1, pixels, out, cycles);
-        if (kernel_selected(&o, "bf16_dw1")) time_product<MlpBf16>("bf16_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "bf16x3_dw1"))
+            time_product<MlpBf16x3>("bf16x3_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "bf16_forward"))
+            time_product<MlpBf16>("bf16_forward", 0, rows, o.reps, w1, pixels, out, cycles);
+        if (kernel_selected(&o, "bf16_dw1"))
+            time_product<MlpBf16>("bf16_dw1", 1, rows, o.reps, w1, pixels, out, cycles);
     }
     CUDA_CHECK(cudaFree(w1));
     CUDA_CHECK(cudaFree(out));
