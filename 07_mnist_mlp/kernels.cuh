@@ -1,25 +1,39 @@
-/* Chapter 07: the kernels of an MLP training step that no earlier chapter teaches.
+/* Chapter 07: the kernels of an MLP training step that no earlier chapter teaches, and
+ * where each of them lives.
  *
  * The matrix products come from chapter 05 (sgemm_naive, sgemm_best), the transposes of
  * the unfused trainers from chapter 02, the warp-level sums from chapter 03 and the
- * grid-stride float4 pattern (with its grid size, vadd_grid) from chapter 01. What is
- * here is what an MLP needs besides those:
+ * grid-stride float4 pattern (with its grid size, vadd_grid) from chapter 01: this file
+ * includes them. What the chapter adds besides those:
  *
  *   every trainer:
  *     mlp_gather            batch rows of the resident data set, normalized (+ transposed
- *                           copy): kernels_batch.cuh, with the batch's types
- *   unfused, one job per kernel (the naive trainer and its first steps): kernels_unfused.cuh
- *   fused (the optimized trainer):
+ *                           copy): part1_fused/02_batch_gather.cuh, with the batch's types
+ *   unfused, one job per kernel (the naive trainer and its first steps):
+ *                           part1_fused/01_unfused_kernels.cuh
+ *   fused (the fused step, here):
  *     mlp_output_layer      a1 = relu(z1 + b1) on the fly, z2 = a1 W2 + b2, softmax, loss,
  *                           dz2 and db2 in one kernel
  *     mlp_hidden_backward   a1 again on the fly, dz1 = relu'(z1 + b1) * (dz2 W2^T),
  *                           dW2 += a1^T dz2, db1 += sum dz1
  *     mlp_update_and_gather w -= lr v; v *= mu over all parameters at once, float4, and in
  *                           the same grid the gather of the next step's batch
+ *   optimized (and bf16):
+ *     mlp_backward_sgd      the backward pass and the update in one kernel:
+ *                           part1_fused/08_backward_kernel.cuh (its SGD steps in
+ *                           08_backward_kernel_sgd.cuh, its bf16 product in
+ *                           part2_tensor_cores/02_bf16_backward_mma.cuh)
+ *   tensor cores (tf32, bf16):
+ *     mlp_update_tc         the update that also writes W1's low-precision transposed copy:
+ *                           part2_tensor_cores/01_tc_kernels.cuh
+ *   persistent trainers:
+ *     mlp_persistent        a whole epoch in one launch: part4_persistent/09_kernel.cuh
+ *                           (its parts in part4_persistent/01_ to 08_)
  *
  * The gather and the hidden backward are templates on how they store the operands of the
  * next matrix product (MlpFp32 here: fp32, as computed); the tensor-core trainers store them
- * in bf16 or rounded to TF32, dz1 transposed (kernels_tc.cuh, which also has their update).
+ * in bf16 or rounded to TF32, dz1 transposed (part2_tensor_cores/01_tc_kernels.cuh, which
+ * also has their update).
  *
  * The fused trainer keeps no separate gradient: the velocity v of SGD with momentum is
  * the buffer the gradient is accumulated into. Each step's update leaves v = mu v, then
@@ -34,10 +48,10 @@
 #include "02_thread_indexing/kernels.cuh"
 #include "03_reduction/kernels.cuh"
 #include "05_matmul_tiled/kernels.cuh"
-#include "idx.h"
-#include "kernels_batch.cuh"
-#include "lowp.h"
-#include "reference.h"
+#include "07_mnist_mlp/driver/idx.h"
+#include "07_mnist_mlp/part1_fused/02_batch_gather.cuh"
+#include "07_mnist_mlp/part2_tensor_cores/01_roundings.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 /* ------------------------------------------------------------------ fused kernels */
 
@@ -47,8 +61,8 @@
  * false, only take part in the shuffles): into zmax and best the maximum and, on a tie, the
  * lower class, as argmax does; into e this lane's exp(z - zmax), into sum their sum and into
  * zlabel the label's logit, all by warp shuffles. best comes in as this lane's class. */
-__device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, float &zmax, int &best, float &e,
-                                                float &sum, float &zlabel)
+__device__ __forceinline__ void mlp_softmax_row(float z, bool mine, int label, float &zmax,
+                                                int &best, float &e, float &sum, float &zlabel)
 {
     zmax = mine ? z : -INFINITY;
     for (int off = 16; off > 0; off /= 2) {
@@ -77,11 +91,10 @@ __device__ __forceinline__ float mlp_dz1_of(float a1, const float *d2, const flo
  * training dz2 = (p - onehot) / batch (with DZ1 also into s_dz2, for the whole block). The
  * loss, the count of correct rows and the b2 gradient (the column sums of dz2) go to their
  * totals by atomics. */
-template <bool TRAIN, bool DZ1>
-__device__ __forceinline__ void mlp_output_finish(const float (&s_part)[MLP_OUT_THREADS / 32][MLP_CLASSES],
-                                                  float *s_dz2, int r, int lane, const float *b2, const int *y,
-                                                  float inv_batch, float *dz2, float *gb2, float *loss_slots,
-                                                  const int *cursor, int full_batch, int *correct)
+template <bool TRAIN, bool DZ1> __device__ __forceinline__ void
+mlp_output_finish(const float (&s_part)[MLP_OUT_THREADS / 32][MLP_CLASSES], float *s_dz2, int r,
+                  int lane, const float *b2, const int *y, float inv_batch, float *dz2, float *gb2,
+                  float *loss_slots, const int *cursor, int full_batch, int *correct)
 {
     bool mine = lane < MLP_CLASSES; /* lanes 10-31 take part in the shuffles only */
     int c = mine ? lane : 0, best = c, label = y[r];
@@ -103,8 +116,9 @@ __device__ __forceinline__ void mlp_output_finish(const float (&s_part)[MLP_OUT_
 
 /* A row of dz1: for each unit k of this thread, a1 = max(z1 + b1, 0) again (the block has
  * just read the row), and mlp_dz1_of. */
-__device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const float *zr, const float *b1,
-                                                   const float *w2, int hidden, float *dz1_row)
+__device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const float *zr,
+                                                   const float *b1, const float *w2, int hidden,
+                                                   float *dz1_row)
 {
     float d2[MLP_CLASSES];
 #pragma unroll
@@ -126,11 +140,10 @@ __device__ __forceinline__ void mlp_output_dz1_row(const float *s_dz2, const flo
  * loads, one memory latency where 128 threads waited for two.) With DZ1 the block also
  * makes its row of dz1, which the hidden backward makes otherwise: a row of dz1 needs only
  * that row's dz2, and the block has it. */
-template <bool TRAIN, bool DZ1 = false>
-__global__ void __launch_bounds__(MLP_OUT_THREADS)
-mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2, const int *y, int hidden,
-                 float inv_batch, float *dz2, float *gb2, float *loss_slots, const int *cursor, int full_batch,
-                 int *correct, float *dz1)
+template <bool TRAIN, bool DZ1 = false> __global__ void __launch_bounds__(MLP_OUT_THREADS)
+    mlp_output_layer(const float *z1, const float *b1, const float *w2, const float *b2,
+                     const int *y, int hidden, float inv_batch, float *dz2, float *gb2,
+                     float *loss_slots, const int *cursor, int full_batch, int *correct, float *dz1)
 {
     static_assert(TRAIN || !DZ1, "dz1 needs dz2");
     __shared__ float s_part[MLP_OUT_THREADS / 32][MLP_CLASSES];
@@ -154,8 +167,8 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
     }
     __syncthreads();
     if (warp == 0)
-        mlp_output_finish<TRAIN, DZ1>(s_part, s_dz2, r, lane, b2, y, inv_batch, dz2, gb2, loss_slots, cursor,
-                                      full_batch, correct);
+        mlp_output_finish<TRAIN, DZ1>(s_part, s_dz2, r, lane, b2, y, inv_batch, dz2, gb2,
+                                      loss_slots, cursor, full_batch, correct);
     if constexpr (DZ1) {
         __syncthreads();
         mlp_output_dz1_row(s_dz2, zr, b1, w2, hidden, dz1 + (size_t)r * hidden);
@@ -164,22 +177,23 @@ mlp_output_layer(const float *z1, const float *b1, const float *w2, const float 
 
 /* dz1 not NULL (training only): the layer also makes dz1. */
 template <bool TRAIN>
-static inline void launch_output_layer(const float *z1, const float *b1, const float *w2, const float *b2,
-                                       const int *y, int rows, int hidden, float *dz2, float *gb2,
-                                       float *loss_slots, const int *cursor, int full_batch, int *correct,
-                                       float *dz1 = NULL)
+static inline void launch_output_layer(const float *z1, const float *b1, const float *w2,
+                                       const float *b2, const int *y, int rows, int hidden,
+                                       float *dz2, float *gb2, float *loss_slots, const int *cursor,
+                                       int full_batch, int *correct, float *dz1 = NULL)
 {
     if constexpr (TRAIN) {
         if (dz1) {
-            mlp_output_layer<true, true><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2,
-                                                                    gb2, loss_slots, cursor, full_batch, correct,
-                                                                    dz1);
+            mlp_output_layer<true, true>
+                <<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2, gb2,
+                                            loss_slots, cursor, full_batch, correct, dz1);
             CHECK_LAUNCH();
             return;
         }
     }
-    mlp_output_layer<TRAIN><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2, gb2,
-                                                       loss_slots, cursor, full_batch, correct, NULL);
+    mlp_output_layer<TRAIN><<<rows, MLP_OUT_THREADS>>>(z1, b1, w2, b2, y, hidden, 1.0f / rows, dz2,
+                                                       gb2, loss_slots, cursor, full_batch, correct,
+                                                       NULL);
     CHECK_LAUNCH();
 }
 
@@ -188,14 +202,16 @@ static inline void launch_output_layer(const float *z1, const float *b1, const f
 #define MLP_BACK_MAX_ROWS 32
 #define MLP_BACK_THREAD_ROWS (MLP_BACK_MAX_ROWS / MLP_BACK_GROUPS)
 
-/* The tensor-core trainers' dz1t (lowp.h): a thread's `count` values of hidden unit j,
- * rows row0 .. row0 + count - 1 of the batch, into dst = dz1t + j * rows + row0, rounded:
- * one wide store when the piece is whole and aligned, else one by one. */
+/* The tensor-core trainers' dz1t (part2_tensor_cores/01_roundings.h): a thread's `count` values of
+ * hidden unit j, rows row0 .. row0 + count - 1 of the batch, into dst = dz1t + j * rows + row0,
+ * rounded: one wide store when the piece is whole and aligned, else one by one. */
 template <typename S>
-__device__ __forceinline__ void mlp_store_column(typename S::T *dst, const float (&v)[MLP_BACK_THREAD_ROWS], int count,
+__device__ __forceinline__ void mlp_store_column(typename S::T *dst,
+                                                 const float (&v)[MLP_BACK_THREAD_ROWS], int count,
                                                  int rows, int row0)
 {
-    static_assert(MLP_BACK_THREAD_ROWS == MLP_COLUMN_ROWS, "a thread's rows are one 8-row piece of dz1t");
+    static_assert(MLP_BACK_THREAD_ROWS == MLP_COLUMN_ROWS,
+                  "a thread's rows are one 8-row piece of dz1t");
     if (mlp_column_vector(rows, row0, count)) {
         S::store8(dst, v);
         return;
@@ -221,10 +237,10 @@ __device__ __forceinline__ void mlp_store_column(typename S::T *dst, const float
  * For the tensor-core trainers (S::TC) dz1 goes out transposed and rounded, as dz1t
  * (H x rows), the Bt of their dW1 product: each thread keeps its rows' values of unit j
  * and stores them as one piece of row j of dz1t (mlp_store_column). */
-template <typename S>
-__global__ void __launch_bounds__(MLP_BACK_COLS * MLP_BACK_GROUPS)
-mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2, int rows, int hidden,
-                    int rows_per_block, typename S::T *dz1, float *gw2, float *gb1, int *cursor)
+template <typename S> __global__ void __launch_bounds__(MLP_BACK_COLS *MLP_BACK_GROUPS)
+    mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
+                        int rows, int hidden, int rows_per_block, typename S::T *dz1, float *gw2,
+                        float *gb1, int *cursor)
 {
     __shared__ float s_dz2[MLP_BACK_MAX_ROWS][MLP_CLASSES];
     __shared__ float s_sum[MLP_BACK_GROUPS][MLP_CLASSES + 1][MLP_BACK_COLS];
@@ -232,11 +248,15 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
     int r0 = blockIdx.y * rows_per_block, j = blockIdx.x * MLP_BACK_COLS + tx;
     int nrows = rows - r0 < rows_per_block ? rows - r0 : rows_per_block;
     if (cursor && tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) *cursor += rows;
-    int per_thread = (rows_per_block + MLP_BACK_GROUPS - 1) / MLP_BACK_GROUPS, first = g * per_thread;
+    int per_thread = (rows_per_block + MLP_BACK_GROUPS - 1) / MLP_BACK_GROUPS,
+        first = g * per_thread;
     int mine = j < hidden ? min(per_thread, nrows - first) : 0;
     float w[MLP_CLASSES], gw[MLP_CLASSES], gb = 0.0f, bias = j < hidden ? b1[j] : 0.0f;
 #pragma unroll
-    for (int c = 0; c < MLP_CLASSES; c++) { w[c] = j < hidden ? w2[(size_t)j * MLP_CLASSES + c] : 0.0f; gw[c] = 0.0f; }
+    for (int c = 0; c < MLP_CLASSES; c++) {
+        w[c] = j < hidden ? w2[(size_t)j * MLP_CLASSES + c] : 0.0f;
+        gw[c] = 0.0f;
+    }
     /* all of this thread's loads first, back to back, dz2's into shared memory among them:
      * one memory latency before the barrier, not one for dz2 and another for z1 after it */
     float zr[MLP_BACK_THREAD_ROWS], column[MLP_BACK_THREAD_ROWS];
@@ -254,11 +274,14 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
 #pragma unroll
         for (int c = 0; c < MLP_CLASSES; c++) gw[c] = fmaf(a, d2[c], gw[c]);
         float d = mlp_dz1_of(a, d2, w);
-        if constexpr (S::TC) column[r] = d;
-        else if (dz1) dz1[(size_t)(r0 + first + r) * hidden + j] = d;
+        if constexpr (S::TC)
+            column[r] = d;
+        else if (dz1)
+            dz1[(size_t)(r0 + first + r) * hidden + j] = d;
         gb += d;
     }
-    if constexpr (S::TC) mlp_store_column<S>(dz1 + (size_t)j * rows + r0 + first, column, mine, rows, r0 + first);
+    if constexpr (S::TC)
+        mlp_store_column<S>(dz1 + (size_t)j * rows + r0 + first, column, mine, rows, r0 + first);
 #pragma unroll
     for (int c = 0; c < MLP_CLASSES; c++) s_sum[g][c][tx] = gw[c];
     s_sum[g][MLP_CLASSES][tx] = gb;
@@ -274,15 +297,17 @@ mlp_hidden_backward(const float *z1, const float *b1, const float *dz2, const fl
 }
 
 template <typename S = MlpFp32>
-static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2, const float *w2,
-                                          int rows, int hidden, typename S::T *dz1, float *gw2, float *gb1,
-                                          int *cursor, cudaStream_t stream = cudaStreamPerThread)
+static inline void launch_hidden_backward(const float *z1, const float *b1, const float *dz2,
+                                          const float *w2, int rows, int hidden, typename S::T *dz1,
+                                          float *gw2, float *gb1, int *cursor,
+                                          cudaStream_t stream = cudaStreamPerThread)
 {
     int per_block = (rows + 7) / 8;
     per_block = per_block > MLP_BACK_MAX_ROWS ? MLP_BACK_MAX_ROWS : per_block;
-    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block)), block(MLP_BACK_COLS, MLP_BACK_GROUPS);
-    mlp_hidden_backward<S><<<grid, block, 0, stream>>>(z1, b1, dz2, w2, rows, hidden, per_block, dz1, gw2, gb1,
-                                                       cursor);
+    dim3 grid(mlp_blocks(hidden, MLP_BACK_COLS), mlp_blocks(rows, per_block)),
+        block(MLP_BACK_COLS, MLP_BACK_GROUPS);
+    mlp_hidden_backward<S><<<grid, block, 0, stream>>>(z1, b1, dz2, w2, rows, hidden, per_block,
+                                                       dz1, gw2, gb1, cursor);
     CHECK_LAUNCH();
 }
 
@@ -292,7 +317,7 @@ static inline void launch_hidden_backward(const float *z1, const float *b1, cons
  * side in one grid.
  *   blocks [gather_blocks, end): every parameter in one float4 grid-stride pass (chapter
  *     01's pattern): w -= lr v, then v *= mu so that the next step's gradient lands on
- *     mu v. The parameter array's length is a multiple of 4 (reference.h pads each
+ *     mu v. The parameter array's length is a multiple of 4 (driver/cpu_reference.h pads each
  *     tensor), so there is no tail.
  *   blocks [0, gather_blocks): the next step's batch, rows order[*cursor ..] (clipped at
  *     n_train: the last batch may be short, and after the last there is none), and
@@ -304,18 +329,20 @@ static inline void launch_hidden_backward(const float *z1, const float *b1, cons
 /* Block `block` of gather_blocks: its tile of the next batch, rows order[*cursor ..]
  * clipped at n_train, and its share of clearing dst.zero (nothing after the last batch). */
 template <typename S>
-__device__ __forceinline__ void mlp_gather_next(const MlpSource src, const int *cursor, int n_train, int batch,
-                                                const MlpBatchOf<S> dst, int block, int gather_blocks)
+__device__ __forceinline__ void mlp_gather_next(const MlpSource src, const int *cursor, int n_train,
+                                                int batch, const MlpBatchOf<S> dst, int block,
+                                                int gather_blocks)
 {
     int start = *cursor, rows = n_train - start < batch ? n_train - start : batch;
     if (rows <= 0) return; /* the epoch's last step: no batch follows */
-    mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x, (size_t)gather_blocks * MLP_UPDATE_THREADS);
+    mlp_clear(dst, (size_t)block * MLP_UPDATE_THREADS + threadIdx.x,
+              (size_t)gather_blocks * MLP_UPDATE_THREADS);
     mlp_gather_tile(src, start, rows, dst, block, threadIdx.x % MLP_TILE, threadIdx.x / MLP_TILE);
 }
 
 /* The update job: w -= lr v, then v *= mu, over n4 float4s, thread `thread` of `threads`. */
-__device__ __forceinline__ void mlp_update_range(float *w, float *v, size_t n4, float lr, float mu, size_t thread,
-                                                 size_t threads)
+__device__ __forceinline__ void mlp_update_range(float *w, float *v, size_t n4, float lr, float mu,
+                                                 size_t thread, size_t threads)
 {
     float4 *w4 = (float4 *)w, *v4 = (float4 *)v;
     for (size_t i = thread; i < n4; i += threads) {
@@ -326,24 +353,28 @@ __device__ __forceinline__ void mlp_update_range(float *w, float *v, size_t n4, 
 }
 
 __global__ void __launch_bounds__(MLP_UPDATE_THREADS)
-mlp_update_and_gather(float *w, float *v, size_t n, float lr, float mu, int gather_blocks, const MlpSource src,
-                      const int *cursor, int n_train, int batch, const MlpBatch dst)
+    mlp_update_and_gather(float *w, float *v, size_t n, float lr, float mu, int gather_blocks,
+                          const MlpSource src, const int *cursor, int n_train, int batch,
+                          const MlpBatch dst)
 {
     int block = blockIdx.x;
     if (block < gather_blocks) {
         mlp_gather_next(src, cursor, n_train, batch, dst, block, gather_blocks);
         return;
     }
-    mlp_update_range(w, v, n / 4, lr, mu, (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x,
+    mlp_update_range(w, v, n / 4, lr, mu,
+                     (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x,
                      (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS);
 }
 
 /* The update alone (next NULL), or with the gather of the next batch (up to `batch` rows
  * from position *cursor of next) into dst. */
-static inline void launch_update(float *w, float *v, size_t n, float lr, float mu, const MlpSource *next,
-                                 const int *cursor, int n_train, int batch, const MlpBatch *dst)
+static inline void launch_update(float *w, float *v, size_t n, float lr, float mu,
+                                 const MlpSource *next, const int *cursor, int n_train, int batch,
+                                 const MlpBatch *dst)
 {
-    static_assert(MLP_UPDATE_THREADS == MLP_GATHER_THREADS && MLP_UPDATE_THREADS == VADD_BLOCK, "block sizes");
+    static_assert(MLP_UPDATE_THREADS == MLP_GATHER_THREADS && MLP_UPDATE_THREADS == VADD_BLOCK,
+                  "block sizes");
     MlpSource src = {};
     MlpBatch to = {};
     int gather_blocks = 0;

@@ -12,49 +12,53 @@
  *   --gpus N  the same three for the data-parallel trainer: the fused step on N GPUs,
  *             gradients summed with NCCL's all-reduce (part three of the README)
  *
- * The chapter's files, one question each:
- *   kernels.cuh        the kernels no earlier chapter teaches
- *   kernels_batch.cuh  the batch: its types and the gather
- *   kernels_tc.cuh     ... and those of the tensor-core trainers (the update that writes W1t)
- *   lowp.h             their roundings (bf16, TF32) and transposed copies as pure functions
- *   trainers.cuh       the table of trainers: which trainers there are
- *   trainer.cuh        what a trainer is: its state, a row, a family; create and destroy
- *   steps_unfused.cuh  the unfused step (naive, resident, best_kernels)
- *   steps_fused.cuh    the fused step (fused, step_graph, epoch_graph, cublas)
- *   steps_fed.cuh      the fused step fed through chapter 06's double buffer (fed)
- *   steps_tc.cuh       the fused step on tensor cores (tf32, bf16)
- *   steps_three.cuh    the three-launch step's family (optimized, bf16) and its backward
- *                      kernel's choice; steps_three_parts.cuh the step itself;
- *                      kernels_backward*.cuh, kernels_sgd_steps.cuh that kernel
- *   steps_persistent.cuh  a whole epoch in one launch (persistent, persistent_bf16x3,
- *                      persistent_bf16);
- *                      kernels_persistent.cuh its kernel's loop, kernels_persistent_phases.cuh
- *                      its phases (kernels_persistent_batch.cuh how a batch arrives),
- *                      kernels_persistent_products.cuh its two products (with
- *                      kernels_persistent_fp32.cuh, _bf16x3.cuh and _bf16.cuh, one each),
- *                      kernels_persistent_sync.cuh how its blocks reach each other
- *   epochs.cuh         how a trainer runs: graphs, an epoch, a training run
- *   flags.cuh          the chapter's command line
- *   data.cuh           the data: IDX files or the synthetic set, pixel statistics
- *   check.cuh          --check
- *   bench.cuh          --bench
- *   nccl_comm.cuh      NCCL: whether this build has it, communicators, the all-reduce alone
- *   data_parallel.cuh  the data-parallel trainer (--gpus N): its replicas and one step;
- *   data_parallel_epoch.cuh   its epochs, test pass, replicas compared, --train
- *   data_parallel_split.h   how it cuts each batch over the GPUs (plain C, host-tested)
- *   data_parallel_check.cuh, data_parallel_bench.cuh   its --check and --bench
- *   idx.h, model_file.h, reference.h  the IDX reader, weight files, the CPU reference
+ * The chapter's files, one question each (a folder per part, each file numbered by the
+ * step of the version table where a reader meets it):
+ *   kernels.cuh        the kernels no earlier chapter teaches, and where each one lives
+ *   driver/            trainer_table.cuh the table of trainers: which trainers there are;
+ *                      trainer.cuh what a trainer is: its state, a row, a family; create and
+ *                      destroy; epochs.cuh how a trainer runs: graphs, an epoch, a training
+ *                      run; flags.cuh the command line; data.cuh the IDX files or the
+ *                      synthetic set, pixel statistics; check.cuh --check; bench.cuh --bench;
+ *                      idx.h, model_file.h, cpu_reference.h the IDX reader, weight files, the
+ *                      CPU reference
+ *   part1_fused/       01_unfused_* the unfused step (naive, resident, best_kernels);
+ *                      02_batch_gather.cuh the batch: its types and the gather;
+ *                      04_fused_steps.cuh the fused step (fused, step_graph, epoch_graph,
+ *                      cublas), 04_gemm_tune.cuh its products' plans; 05_fed_steps.cuh the
+ *                      fused step fed through chapter 06's double buffer (fed);
+ *                      08_three_launch_steps.cuh the three-launch step's family (optimized,
+ *                      bf16) and its backward kernel's choice, 08_three_launches.cuh the step
+ *                      itself, 08_backward_kernel*.cuh that kernel
+ *   part2_tensor_cores/  01_tc_kernels.cuh the tensor-core trainers' kernels (the update that
+ *                      writes W1t), 01_roundings.h their roundings (bf16, TF32) and
+ *                      transposed copies as pure functions, 01_tc_steps.cuh the fused step on
+ *                      tensor cores (tf32, bf16); 02_bf16_backward_mma.cuh the backward
+ *                      kernel's product in bf16
+ *   part3_data_parallel/  --gpus N: 01_batch_split.h how each batch is cut over the GPUs
+ *                      (plain C, host-tested); 02_nccl_comm.cuh NCCL: whether this build has
+ *                      it, communicators, the all-reduce alone; 03_dp_trainer.cuh the
+ *                      replicas and one step; 04_dp_epochs.cuh its epochs, test pass,
+ *                      replicas compared, --train; 05_dp_check.cuh, 06_dp_bench.cuh its
+ *                      --check and --bench
+ *   part4_persistent/  a whole epoch in one launch (persistent, persistent_bf16x3,
+ *                      persistent_bf16): 01_cluster_sync.cuh how its blocks reach each other;
+ *                      02_products.cuh its two products (03_products_fp32.cuh,
+ *                      04_products_bf16.cuh and 05_products_bf16x3.cuh, one each);
+ *                      06_phases.cuh its phases, 07_softmax_backward.cuh two of them,
+ *                      08_batch.cuh how a batch arrives; 09_kernel.cuh the kernel's loop;
+ *                      10_persistent_steps.cuh its family
  *   main.cu            --train, and what runs when */
-#include "bench.cuh"
-#include "check.cuh"
-#include "data.cuh"
-#include "data_parallel_epoch.cuh"
-#include "data_parallel_bench.cuh"
-#include "data_parallel_check.cuh"
-#include "epochs.cuh"
-#include "flags.cuh"
-#include "model_file.h"
-#include "trainers.cuh"
+#include "07_mnist_mlp/driver/bench.cuh"
+#include "07_mnist_mlp/driver/check.cuh"
+#include "07_mnist_mlp/driver/data.cuh"
+#include "07_mnist_mlp/part3_data_parallel/04_dp_epochs.cuh"
+#include "07_mnist_mlp/part3_data_parallel/06_dp_bench.cuh"
+#include "07_mnist_mlp/part3_data_parallel/05_dp_check.cuh"
+#include "07_mnist_mlp/driver/epochs.cuh"
+#include "07_mnist_mlp/driver/flags.cuh"
+#include "07_mnist_mlp/driver/model_file.h"
+#include "07_mnist_mlp/driver/trainer_table.cuh"
 
 /* ------------------------------------------------------------------ --train */
 
@@ -73,21 +77,24 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     } else {
         mlp_init(p0, &l, o->seed);
     }
-    printf("training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
-           f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum, f->epochs,
-           n_train, o->seed);
+    printf(
+        "training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
+        f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum,
+        f->epochs, n_train, o->seed);
     TrainResult r = {0.0, 0.0, 0, 0};
     int failed = 0;
-    if (f->gpus) { /* data_parallel_epoch.cuh: p0 becomes the trained parameters */
+    if (f->gpus) { /* part3_data_parallel/04_dp_epochs.cuh: p0 becomes the trained parameters */
 #ifdef HAVE_NCCL
         failed = dp_train(d, n_train, batch, info->name, o->seed, p0, &r);
 #endif
     } else {
         char why[200];
         if (impl_unsupported(impl, f->hidden, batch, why, sizeof why))
-            cli_fail(&SPEC, "--impl %s cannot train H = %d in batches of %d here: %s", impl->name, f->hidden, batch, why);
+            cli_fail(&SPEC, "--impl %s cannot train H = %d in batches of %d here: %s", impl->name,
+                     f->hidden, batch, why);
         Trainer t;
-        trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std, o->seed);
+        trainer_create(&t, impl, &d->train, n_train, &d->test, f->hidden, batch, d->mean, d->std,
+                       o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         r = train(&t, f->epochs, info->name, d->name, f->epoch_csv);
         CUDA_CHECK(cudaMemcpy(p0, t.params, l.total * sizeof(float), cudaMemcpyDeviceToHost));
@@ -103,14 +110,15 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     }
     free(p0);
     if (f->min_accuracy > 0.0 && r.accuracy < f->min_accuracy) {
-        fprintf(stderr, "test accuracy %.2f%% is below --min-accuracy %.2f%%\n", r.accuracy, f->min_accuracy);
+        fprintf(stderr, "test accuracy %.2f%% is below --min-accuracy %.2f%%\n", r.accuracy,
+                f->min_accuracy);
         return 1;
     }
     return failed;
 }
 
-/* --gpus N: the data-parallel check and bench (data_parallel_check.cuh, _bench.cuh); a build
- * without NCCL never gets here (dp_validate_args refused --gpus). */
+/* --gpus N: the data-parallel check and bench (part3_data_parallel/05_dp_check.cuh and
+ * 06_dp_bench.cuh); a build without NCCL never gets here (dp_validate_args refused --gpus). */
 static int data_parallel_check_bench(const Options *o, const DeviceInfo *info, const Data *d)
 {
     int failures = 0;
@@ -118,7 +126,9 @@ static int data_parallel_check_bench(const Options *o, const DeviceInfo *info, c
     if (o->check) failures += dp_check(o);
     if (o->bench) failures += dp_bench(o, info, d);
 #else
-    (void)o; (void)info; (void)d;
+    (void)o;
+    (void)info;
+    (void)d;
 #endif
     return failures;
 }
@@ -130,7 +140,8 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &SPEC, &o);
     if (FLAGS.impl) o.kernel = FLAGS.impl;
     if (FLAGS.train && !FLAGS.impl && o.kernel && strchr(o.kernel, ','))
-        cli_fail(&SPEC, "--train trains one trainer: give one --impl (or one --kernel), not a list");
+        cli_fail(&SPEC,
+                 "--train trains one trainer: give one --impl (or one --kernel), not a list");
     if (FLAGS.train && o.check && o.bench) o.check = o.bench = 0; /* --train alone: train only */
     if (FLAGS.train && FLAGS.load && FLAGS.epochs == 0 && FLAGS.save)
         cli_fail(&SPEC, "--save with --epochs 0 would only copy the --load file");
@@ -143,19 +154,24 @@ int main(int argc, char **argv)
     get_device_info(&info);
     print_device_info(&info);
     int max_batch = FLAGS.batch;
-    for (int s = 0; s < o.nsizes; s++) max_batch = o.sizes[s].dim[0] > max_batch ? (int)o.sizes[s].dim[0] : max_batch;
-    require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000), "the trainer");
+    for (int s = 0; s < o.nsizes; s++)
+        max_batch = o.sizes[s].dim[0] > max_batch ? (int)o.sizes[s].dim[0] : max_batch;
+    require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000),
+                          "the trainer");
 
     int failures = 0;
-    if (FLAGS.gpus) failures += data_parallel_check_bench(&o, &info, &d);
-    else if (o.check) failures += run_checks(&o);
+    if (FLAGS.gpus)
+        failures += data_parallel_check_bench(&o, &info, &d);
+    else if (o.check)
+        failures += run_checks(&o);
     if (o.bench && !FLAGS.gpus) {
         if (o.nsizes == 0) {
             failures += bench_batch(&o, &info, &d, 256, FLAGS.hidden);
             failures += bench_batch(&o, &info, &d, 32, FLAGS.hidden);
         }
         for (int s = 0; s < o.nsizes; s++)
-            failures += bench_batch(&o, &info, &d, (int)o.sizes[s].dim[0], o.sizes[s].ndims > 1 ? (int)o.sizes[s].dim[1] : FLAGS.hidden);
+            failures += bench_batch(&o, &info, &d, (int)o.sizes[s].dim[0],
+                                    o.sizes[s].ndims > 1 ? (int)o.sizes[s].dim[1] : FLAGS.hidden);
     }
     if (FLAGS.train) failures += train_one(&o, &info, &d);
     idx_free(&d.train);

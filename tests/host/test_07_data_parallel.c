@@ -1,5 +1,6 @@
-/* Host test for chapter 07's data-parallel split (07_mnist_mlp/data_parallel_split.h),
- * which no machine without several GPUs can exercise end to end:
+/* Host test for chapter 07's data-parallel split
+ * (07_mnist_mlp/part3_data_parallel/01_batch_split.h), which no machine without several GPUs can
+ * exercise end to end:
  *   - every image of the epoch lands in exactly one GPU's slice, in the global order, and
  *     each replica's cursor bookkeeping (the fused kernels': batch at the cursor, loss slot
  *     cursor / (B / N), next gather of min(rows left, B / N)) finds exactly its slices;
@@ -10,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/data_parallel_split.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/part3_data_parallel/01_batch_split.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 static int failures = 0;
 
@@ -31,19 +32,19 @@ static int replay_replica(const int *order, int n, int B, int N, int g, int *see
     for (int s = 0; s < steps && !bad; s++) {
         DpSlice sl = dp_slice_of(n, B, N, s, g);
         if (sl.rows != gathered) bad = __LINE__;           /* the batch in x is this slice */
-        if (s < steps - 1 && sl.rows != b) bad = __LINE__;  /* full batches split evenly */
+        if (s < steps - 1 && sl.rows != b) bad = __LINE__; /* full batches split evenly */
         if (sl.rows == 0) {
-            if (s != steps - 1) bad = __LINE__;             /* only the short batch leaves a GPU idle */
-            continue;                                       /* no launches: the cursor stays */
+            if (s != steps - 1) bad = __LINE__; /* only the short batch leaves a GPU idle */
+            continue;                           /* no launches: the cursor stays */
         }
-        if (cursor / b != s) bad = __LINE__;                /* the loss slot */
+        if (cursor / b != s) bad = __LINE__; /* the loss slot */
         for (int r = 0; r < sl.rows && !bad; r++) {
             if (mine[cursor + r] != order[(size_t)s * B + sl.first + r]) bad = __LINE__;
             seen[mine[cursor + r]]++;
         }
-        cursor += sl.rows;                                  /* hidden_backward advances it */
+        cursor += sl.rows; /* hidden_backward advances it */
         int left = n_local - cursor;
-        gathered = left < b ? left : b;                     /* the update's gather */
+        gathered = left < b ? left : b; /* the update's gather */
         if (s == steps - 1 && gathered > 0) bad = __LINE__;
     }
     free(mine);
@@ -58,7 +59,8 @@ static void test_split(void)
     int cases = 0, bad = 0;
     char d[160] = "";
     for (size_t i = 0; i < sizeof ns / sizeof ns[0] && !bad; i++) {
-        int n = ns[i], *order = malloc((size_t)n * sizeof(int)), *seen = malloc((size_t)n * sizeof(int));
+        int n = ns[i], *order = malloc((size_t)n * sizeof(int)),
+            *seen = malloc((size_t)n * sizeof(int));
         for (int k = 0; k < n; k++) order[k] = k;
         Rng r = {99 + (unsigned long long)i};
         mlp_shuffle(order, n, &r);
@@ -70,13 +72,15 @@ static void test_split(void)
                     int line = replay_replica(order, n, B, N, g, seen);
                     if (line) {
                         bad = 1;
-                        snprintf(d, sizeof d, "n %d, batch %d, %d GPUs, GPU %d: test line %d", n, B, N, g, line);
+                        snprintf(d, sizeof d, "n %d, batch %d, %d GPUs, GPU %d: test line %d", n, B,
+                                 N, g, line);
                     }
                 }
                 for (int m = 0; m < n && !bad; m++)
                     if (seen[m] != 1) {
                         bad = 1;
-                        snprintf(d, sizeof d, "n %d, batch %d, %d GPUs: image %d trained %d times", n, B, N, m, seen[m]);
+                        snprintf(d, sizeof d, "n %d, batch %d, %d GPUs: image %d trained %d times",
+                                 n, B, N, m, seen[m]);
                     }
                 cases++;
             }
@@ -138,8 +142,10 @@ static void test_scaling(void)
         den += whole.grad[i] * whole.grad[i];
     }
     char d[128];
-    snprintf(d, sizeof d, "gradient %.1e, loss %.1e apart (tolerance 1e-12)", sqrt(num / den), fabs(loss - whole.loss));
-    result(sqrt(num / den) < 1e-12 && fabs(loss - whole.loss) < 1e-12, "slices' gradients scaled by 1/B sum to the batch's", d);
+    snprintf(d, sizeof d, "gradient %.1e, loss %.1e apart (tolerance 1e-12)", sqrt(num / den),
+             fabs(loss - whole.loss));
+    result(sqrt(num / den) < 1e-12 && fabs(loss - whole.loss) < 1e-12,
+           "slices' gradients scaled by 1/B sum to the batch's", d);
     ref_free(&whole);
     free(pf);
     free(p);

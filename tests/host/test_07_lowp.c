@@ -1,5 +1,5 @@
 /* Host test for chapter 07's tensor-core trainers, the parts that need no GPU
- * (07_mnist_mlp/lowp.h):
+ * (07_mnist_mlp/part2_tensor_cores/01_roundings.h):
  *   - the roundings to bf16, TF32 and fp16 against a brute-force nearest value, ties
  *     included (fp16 also against the compiler's _Float16 where it has one, subnormals and
  *     overflow included); the bf16 packing;
@@ -10,7 +10,7 @@
  *     wide store is whole and 16-byte aligned (at batch 256 all of them are wide);
  *   - the --check tolerances of the tensor-core trainers: a model of such a trainer (its
  *     two steps in fp32 arithmetic, the products' operands rounded as its kernels round
- *     them) against the check's reference (reference.h's steps in double on the same
+ *     them) against the check's reference (driver/cpu_reference.h's steps in double on the same
  *     rounded operands), the check's shapes and learning rate, over many seeds, on data
  *     where every pixel rounds: each error must stay within half its tolerance.
  * Runs in tests/build. */
@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/idx.h"
-#include "07_mnist_mlp/lowp.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/driver/idx.h"
+#include "07_mnist_mlp/part2_tensor_cores/01_roundings.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 #include "common/host.h"
 
 static int failures = 0;
@@ -65,23 +65,29 @@ static void test_roundings(void)
         worst_tf32 = fmax(worst_tf32, fabs((double)t - v) / fabs(v));
     }
     char d[160];
-    snprintf(d, sizeof d, "2e6 values (%d ties): %d wrong, largest relative error %.3g (2^-8 = %.3g)", ties,
+    snprintf(d, sizeof d,
+             "2e6 values (%d ties): %d wrong, largest relative error %.3g (2^-8 = %.3g)", ties,
              bad_bf16, worst_bf16, ldexp(1.0, -8));
-    result(bad_bf16 == 0 && worst_bf16 <= ldexp(1.0, -8), "bf16 rounding is to nearest, ties to even", d);
-    snprintf(d, sizeof d, "%d wrong, largest relative error %.3g (2^-11 = %.3g)", bad_tf32, worst_tf32,
-             ldexp(1.0, -11));
-    result(bad_tf32 == 0 && worst_tf32 <= ldexp(1.0, -11), "TF32 rounding is to nearest, ties away, low bits 0", d);
+    result(bad_bf16 == 0 && worst_bf16 <= ldexp(1.0, -8),
+           "bf16 rounding is to nearest, ties to even", d);
+    snprintf(d, sizeof d, "%d wrong, largest relative error %.3g (2^-11 = %.3g)", bad_tf32,
+             worst_tf32, ldexp(1.0, -11));
+    result(bad_tf32 == 0 && worst_tf32 <= ldexp(1.0, -11),
+           "TF32 rounding is to nearest, ties away, low bits 0", d);
 
     /* values the check's data produce exactly, and the special ones */
     float exact[] = {0.0f, 1.0f, -0.875f, 1.625f, 0.5f, -3.0f};
     int ok = 1;
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         ok &= mlp_round_bf16(exact[i]) == exact[i] && tc_round_tf32(exact[i]) == exact[i];
-    ok &= mlp_round_bf16(1.0f + 0x1p-8f) == 1.0f && mlp_round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f;
-    ok &= tc_round_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f && tc_round_tf32(-1.0f - 0x1p-11f) == -1.0f - 0x1p-10f;
+    ok &= mlp_round_bf16(1.0f + 0x1p-8f) == 1.0f &&
+          mlp_round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f;
+    ok &= tc_round_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f &&
+          tc_round_tf32(-1.0f - 0x1p-11f) == -1.0f - 0x1p-10f;
     ok &= isinf(mlp_round_bf16(INFINITY)) && isinf(tc_round_tf32(-INFINITY));
     ok &= isnan(mlp_round_bf16(NAN)) && isnan(tc_round_tf32(NAN));
-    ok &= isnan(mlp_round_bf16(tc_bits_float(0x7f800001u))) && isnan(tc_round_tf32(tc_bits_float(0xff800001u)));
+    ok &= isnan(mlp_round_bf16(tc_bits_float(0x7f800001u))) &&
+          isnan(tc_round_tf32(tc_bits_float(0xff800001u)));
     result(ok, "exact values stay, ties, infinities and NaNs", "");
 
     /* the packed pair: element 0 first in memory */
@@ -119,8 +125,12 @@ static void test_round_fp16(void)
                   mlp_round_fp16(0x1p-25f) == 0.0f && mlp_round_fp16(0x1.8p-25f) == 0x1p-24f &&
                   mlp_round_fp16(-0x1p-24f) == -0x1p-24f && isnan(mlp_round_fp16(NAN));
     char d[200];
-    snprintf(d, sizeof d, "2e6 values (%d ties): %d wrong in the normal range, largest relative error %.3g (2^-11 = %.3g); %s",
-             ties, bad, worst, ldexp(1.0, -11), native ? (bad_native ? "differs from _Float16" : "all as _Float16") : "no _Float16 here");
+    snprintf(
+        d, sizeof d,
+        "2e6 values (%d ties): %d wrong in the normal range, largest relative error %.3g (2^-11 = "
+        "%.3g); %s",
+        ties, bad, worst, ldexp(1.0, -11),
+        native ? (bad_native ? "differs from _Float16" : "all as _Float16") : "no _Float16 here");
     result(bad == 0 && bad_native == 0 && special && worst <= ldexp(1.0, -11),
            "fp16 rounding is to nearest, ties to even, subnormals and overflow", d);
 }
@@ -137,8 +147,8 @@ static void test_split3(void)
     for (int i = 0; i < 2000000; i++) {
         unsigned u = (unsigned)(rng_next(&r) >> 32);
         u = (u & 0x807fffffu) | ((17u + (u >> 24) % 220u) << 23); /* exponents 2^-110 .. 2^109 */
-        if (i % 64 == 0) u = (u & ~0xffffu) | 0x8000u;              /* a tie at the first rounding */
-        if (i % 64 == 1) u = (u & ~0xffu) | 0x80u;                  /* ... and at the second */
+        if (i % 64 == 0) u = (u & ~0xffffu) | 0x8000u;            /* a tie at the first rounding */
+        if (i % 64 == 1) u = (u & ~0xffu) | 0x80u;                /* ... and at the second */
         const float w = tc_bits_float(u);
         float rest = w, piece[3];
         for (int k = 0; k < 3; k++) {
@@ -151,20 +161,25 @@ static void test_split3(void)
         for (int k = 0; k < 3; k++) bad_product += (double)(p * piece[k]) != (double)p * piece[k];
     }
     char d[160];
-    snprintf(d, sizeof d, "2e6 values, 2^-110 to 2^109, ties included: %d sums off, %d pieces not bf16, %d products rounded",
-             bad_sum, bad_piece, bad_product);
+    snprintf(
+        d, sizeof d,
+        "2e6 values, 2^-110 to 2^109, ties included: %d sums off, %d pieces not bf16, %d products "
+        "rounded",
+        bad_sum, bad_piece, bad_product);
     result(bad_sum == 0 && bad_piece == 0 && bad_product == 0,
            "an fp32 value is the sum of its three bf16 pieces, exactly", d);
 }
 
 /* ------------------------------------------------------------------ transposed copies */
 
-/* The W1 tiles of mlp_update_tc / mlp_make_w1t, their threads' loops as in kernels_tc.cuh:
- * every element of W1t written once, with W1's transposed element. */
+/* The W1 tiles of mlp_update_tc / mlp_make_w1t, their threads' loops as in
+ * part2_tensor_cores/01_tc_kernels.cuh: every element of W1t written once, with W1's transposed
+ * element. */
 static int w1_tiles_transpose(int in, int hidden)
 {
     size_t n = (size_t)in * hidden;
-    float *w = malloc(n * sizeof(float)), *wt = malloc(n * sizeof(float)), s[MLP_W1_TILE][MLP_W1_TILE + 1];
+    float *w = malloc(n * sizeof(float)), *wt = malloc(n * sizeof(float)),
+          s[MLP_W1_TILE][MLP_W1_TILE + 1];
     int *hits = calloc(n, sizeof(int)), ok = 1;
     for (size_t i = 0; i < n; i++) w[i] = (float)i;
     for (int tile = 0; tile < mlp_w1_tiles(in, hidden); tile++) {
@@ -173,7 +188,8 @@ static int w1_tiles_transpose(int in, int hidden)
         for (int ty = 0; ty < 8; ty++)
             for (int tx = 0; tx < MLP_W1_TILE; tx++)
                 for (int r = ty; r < MLP_W1_TILE; r += 8)
-                    if (k0 + r < in && j0 + tx < hidden) s[r][tx] = w[(size_t)(k0 + r) * hidden + j0 + tx];
+                    if (k0 + r < in && j0 + tx < hidden)
+                        s[r][tx] = w[(size_t)(k0 + r) * hidden + j0 + tx];
         for (int ty = 0; ty < 8; ty++)
             for (int tx = 0; tx < MLP_W1_TILE; tx++)
                 for (int r = ty; r < MLP_W1_TILE; r += 8) {
@@ -186,8 +202,11 @@ static int w1_tiles_transpose(int in, int hidden)
     }
     for (int k = 0; k < in; k++)
         for (int j = 0; j < hidden; j++)
-            ok &= hits[(size_t)j * in + k] == 1 && wt[(size_t)j * in + k] == w[(size_t)k * hidden + j];
-    free(w); free(wt); free(hits);
+            ok &= hits[(size_t)j * in + k] == 1 &&
+                  wt[(size_t)j * in + k] == w[(size_t)k * hidden + j];
+    free(w);
+    free(wt);
+    free(hits);
     return ok;
 }
 
@@ -197,14 +216,16 @@ static int w1_tiles_transpose(int in, int hidden)
  * aligned for elements of `elem` bytes. Returns the count of wide stores in *wide. */
 static int dz1t_pieces(int rows, int hidden, int elem, int *wide, int *narrow)
 {
-    int per_block = (rows + 7) / 8 > 32 ? 32 : (rows + 7) / 8, per_thread = (per_block + 3) / 4, ok = 1;
+    int per_block = (rows + 7) / 8 > 32 ? 32 : (rows + 7) / 8, per_thread = (per_block + 3) / 4,
+        ok = 1;
     int *hits = calloc((size_t)rows * hidden, sizeof(int));
     *wide = *narrow = 0;
     for (int r0 = 0; r0 < rows; r0 += per_block) {
         int nrows = rows - r0 < per_block ? rows - r0 : per_block;
         for (int g = 0; g < 4; g++)
             for (int j = 0; j < hidden; j++) {
-                int first = g * per_thread, mine = per_thread < nrows - first ? per_thread : nrows - first;
+                int first = g * per_thread,
+                    mine = per_thread < nrows - first ? per_thread : nrows - first;
                 size_t at = (size_t)j * rows + r0 + first;
                 if (mlp_column_vector(rows, r0 + first, mine)) {
                     ok &= (at * (size_t)elem) % 16 == 0;
@@ -224,8 +245,10 @@ static void test_transposes(void)
 {
     const int shapes[][2] = {{784, 1024}, {784, 50}, {784, 3}, {5, 33}, {33, 1}};
     int ok = 1;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) ok &= w1_tiles_transpose(shapes[i][0], shapes[i][1]);
-    result(ok, "W1 tiles write W1t = W1^T, each element once (784x1024, 784x50, 784x3, 5x33, 33x1)", "");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        ok &= w1_tiles_transpose(shapes[i][0], shapes[i][1]);
+    result(ok, "W1 tiles write W1t = W1^T, each element once (784x1024, 784x50, 784x3, 5x33, 33x1)",
+           "");
 
     const int rows[] = {1, 2, 3, 8, 19, 37, 96, 128, 232, 255, 256, 1000};
     char d[200] = "";
@@ -235,29 +258,36 @@ static void test_transposes(void)
             int wide, narrow;
             ok &= dz1t_pieces(rows[i], 70, elem, &wide, &narrow);
             if (rows[i] == 256) ok &= narrow == 0 && wide == 256 / 8 * 70;
-            if (rows[i] == 96 && elem == 2) snprintf(d, sizeof d, "batch 96: %d wide, %d narrow pieces", wide, narrow);
+            if (rows[i] == 96 && elem == 2)
+                snprintf(d, sizeof d, "batch 96: %d wide, %d narrow pieces", wide, narrow);
         }
     result(ok, "dz1t pieces cover dz1^T once, wide stores aligned, all wide at batch 256", d);
 }
 
 /* ------------------------------------------------------------------ the check's tolerances */
 
-/* The tolerances --check gives the tensor-core trainers, as lowp.h lists them (the
- * CheckTolerances order: loss, z1, dz2, v(W1) and v(b1), v(W2) and v(b2), parameters). */
+/* The tolerances --check gives the tensor-core trainers, as part2_tensor_cores/01_roundings.h lists
+ * them (the CheckTolerances order: loss, z1, dz2, v(W1) and v(b1), v(W2) and v(b2), parameters). */
 static const double TOLERANCES[6] = {MLP_TC_TOLERANCES};
 static const char *const PRECISION[2] = {"tf32", "bf16"};
 static const char *const WHAT[6] = {"loss", "z1", "dz2", "v(W1),v(b1)", "v(W2),v(b2)", "params"};
 
 typedef float (*Rounding)(float);
 
-/* What --check compares after its epoch of two steps (check.cuh): the mean loss, the last
+/* What --check compares after its epoch of two steps (driver/check.cuh): the mean loss, the last
  * step's z1 without its bias and its dz2, the velocity and the parameters after both. */
 typedef struct {
     double loss;
     float *z1, *dz2, *v, *p;
 } Outcome;
 
-static void outcome_free(Outcome *o) { free(o->z1); free(o->dz2); free(o->v); free(o->p); }
+static void outcome_free(Outcome *o)
+{
+    free(o->z1);
+    free(o->dz2);
+    free(o->v);
+    free(o->p);
+}
 
 /* The check's case: B rows, then (B + 1) / 2; parameters from mlp_init with biases in
  * [-0.1, 0.1); the check's pixel scaling (mean 0.35, std 0.4), lr 0.1 and momentum 0.5.
@@ -283,11 +313,17 @@ static void case_make(Case *c, int B, int H, unsigned long long seed)
     fill_uniform(c->p0 + c->l.b1, (size_t)H, -0.1f, 0.1f, seed + 1);
     fill_uniform(c->p0 + c->l.b2, MLP_CLASSES, -0.1f, 0.1f, seed + 2);
     Rng r = {seed};
-    for (size_t i = 0; i < (size_t)N * IDX_PIXELS; i++) c->x[i] = ((float)(rng_next(&r) & 255) / 255.0f - 0.35f) / 0.4f;
+    for (size_t i = 0; i < (size_t)N * IDX_PIXELS; i++)
+        c->x[i] = ((float)(rng_next(&r) & 255) / 255.0f - 0.35f) / 0.4f;
     for (int b = 0; b < N; b++) c->y[b] = (int)(rng_next(&r) % MLP_CLASSES);
 }
 
-static void case_free(Case *c) { free(c->p0); free(c->x); free(c->y); }
+static void case_free(Case *c)
+{
+    free(c->p0);
+    free(c->x);
+    free(c->y);
+}
 
 static float *to_float(const double *a, size_t n)
 {
@@ -296,7 +332,8 @@ static float *to_float(const double *a, size_t n)
     return f;
 }
 
-/* The check's reference: reference.h's steps in double, operands rounded by `rounding`. */
+/* The check's reference: driver/cpu_reference.h's steps in double, operands rounded by
+ * `rounding`. */
 static void reference_steps(const Case *c, Rounding rounding, Outcome *o)
 {
     const MlpLayout *l = &c->l;
@@ -325,8 +362,8 @@ static void reference_steps(const Case *c, Rounding rounding, Outcome *o)
 /* A model of the GPU trainer: one step in fp32 arithmetic (every sum in float, in one
  * order), the products' operands rounded as the kernels round them; z1 (without bias)
  * and dz2 out, v = mu v + g and p -= lr v in place. Returns the step's mean loss. */
-static double float_step(float *p, float *v, const MlpLayout *l, const float *x, const int *y, int B,
-                         Rounding round, float *z1, float *dz2)
+static double float_step(float *p, float *v, const MlpLayout *l, const float *x, const int *y,
+                         int B, Rounding round, float *z1, float *dz2)
 {
     int H = l->hidden, K = l->in;
     float *g = calloc(l->total, sizeof(float)), *w1 = malloc((size_t)K * H * sizeof(float));
@@ -343,7 +380,8 @@ static double float_step(float *p, float *v, const MlpLayout *l, const float *x,
         }
         for (int c = 0; c < MLP_CLASSES; c++) {
             float acc = p[l->b2 + c];
-            for (int j = 0; j < H; j++) acc += fmaxf(zb[j] + p[l->b1 + j], 0.0f) * p[l->w2 + (size_t)j * MLP_CLASSES + c];
+            for (int j = 0; j < H; j++)
+                acc += fmaxf(zb[j] + p[l->b1 + j], 0.0f) * p[l->w2 + (size_t)j * MLP_CLASSES + c];
             z2[c] = acc;
             m = fmaxf(m, acc);
         }
@@ -371,7 +409,10 @@ static double float_step(float *p, float *v, const MlpLayout *l, const float *x,
         v[i] = 0.5f * v[i] + g[i];
         p[i] -= 0.1f * v[i];
     }
-    free(g); free(w1); free(xr); free(dz1);
+    free(g);
+    free(w1);
+    free(xr);
+    free(dz1);
     return loss / B;
 }
 
@@ -381,11 +422,13 @@ static void model_steps(const Case *c, Rounding round, Outcome *o)
     int H = l->hidden;
     float *p = malloc(l->total * sizeof(float)), *v = calloc(l->total, sizeof(float));
     memcpy(p, c->p0, l->total * sizeof(float));
-    float *z1 = malloc((size_t)c->B * H * sizeof(float)), *dz2 = malloc((size_t)c->B * MLP_CLASSES * sizeof(float));
+    float *z1 = malloc((size_t)c->B * H * sizeof(float)),
+          *dz2 = malloc((size_t)c->B * MLP_CLASSES * sizeof(float));
     double l1 = float_step(p, v, l, c->x, c->y, c->B, round, z1, dz2);
     o->z1 = malloc((size_t)c->B2 * H * sizeof(float));
     o->dz2 = malloc((size_t)c->B2 * MLP_CLASSES * sizeof(float));
-    double l2 = float_step(p, v, l, c->x + (size_t)c->B * IDX_PIXELS, c->y + c->B, c->B2, round, o->z1, o->dz2);
+    double l2 = float_step(p, v, l, c->x + (size_t)c->B * IDX_PIXELS, c->y + c->B, c->B2, round,
+                           o->z1, o->dz2);
     o->loss = (l1 * c->B + l2 * c->B2) / (c->B + c->B2);
     o->v = v;
     o->p = p;
@@ -412,7 +455,8 @@ static void errors(const Outcome *a, const Outcome *o, const Case *c, double *e)
     e[0] = fabs(a->loss - o->loss) / fabs(o->loss);
     e[1] = norm_err(a->z1, o->z1, (size_t)c->B2 * H);
     e[2] = norm_err(a->dz2, o->dz2, (size_t)c->B2 * MLP_CLASSES);
-    e[3] = fmax(norm_err(a->v + l->w1, o->v + l->w1, (size_t)l->in * H), norm_err(a->v + l->b1, o->v + l->b1, (size_t)H));
+    e[3] = fmax(norm_err(a->v + l->w1, o->v + l->w1, (size_t)l->in * H),
+                norm_err(a->v + l->b1, o->v + l->b1, (size_t)H));
     e[4] = fmax(norm_err(a->v + l->w2, o->v + l->w2, (size_t)H * MLP_CLASSES),
                 norm_err(a->v + l->b2, o->v + l->b2, MLP_CLASSES));
     e[5] = norm_err(a->p, o->p, l->total);
@@ -438,7 +482,8 @@ static void test_tolerances(void)
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < shapes[i][2]; k++) {
             Case c;
-            case_make(&c, shapes[i][0], shapes[i][1], 1234 + 100 * (unsigned long long)i + 7919 * (unsigned long long)k);
+            case_make(&c, shapes[i][0], shapes[i][1],
+                      1234 + 100 * (unsigned long long)i + 7919 * (unsigned long long)k);
             Outcome exact, fp32;
             double f[6];
             reference_steps(&c, NULL, &exact);
@@ -469,15 +514,22 @@ static void test_tolerances(void)
         }
     for (int q = 0; q < 2; q++) {
         char d[700];
-        int n = snprintf(d, sizeof d, "%d cases (%d values left to fp32), largest error (tolerance):", cases, left_out), ok = 1;
+        int n = snprintf(d, sizeof d,
+                         "%d cases (%d values left to fp32), largest error (tolerance):", cases,
+                         left_out),
+            ok = 1;
         for (int m = 0; m < 6; m++) {
-            n += snprintf(d + n, sizeof d - (size_t)n, " %s %.1e (%.0e)", WHAT[m], worst[q][m], TOLERANCES[m]);
+            n += snprintf(d + n, sizeof d - (size_t)n, " %s %.1e (%.0e)", WHAT[m], worst[q][m],
+                          TOLERANCES[m]);
             ok &= worst[q][m] <= TOLERANCES[m] / 2;
         }
         n += snprintf(d + n, sizeof d - (size_t)n, "; against unrounded steps:");
-        for (int m = 0; m < 6; m++) n += snprintf(d + n, sizeof d - (size_t)n, " %.1e", against_unrounded[q][m]);
+        for (int m = 0; m < 6; m++)
+            n += snprintf(d + n, sizeof d - (size_t)n, " %.1e", against_unrounded[q][m]);
         char what[120];
-        snprintf(what, sizeof what, "%s: an fp32 model of the trainer is within half the check's tolerances", PRECISION[q]);
+        snprintf(what, sizeof what,
+                 "%s: an fp32 model of the trainer is within half the check's tolerances",
+                 PRECISION[q]);
         result(ok, what, d);
     }
 }

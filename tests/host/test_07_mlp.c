@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "07_mnist_mlp/model_file.h"
-#include "07_mnist_mlp/reference.h"
+#include "07_mnist_mlp/driver/model_file.h"
+#include "07_mnist_mlp/driver/cpu_reference.h"
 
 static int failures = 0;
 
@@ -43,7 +43,10 @@ static void test_shuffle(void)
     for (int i = 0; i < 1000; i++) order[i] = i;
     Rng r = {7};
     mlp_shuffle(order, 1000, &r);
-    for (int i = 0; i < 1000; i++) { seen[order[i]]++; moved += order[i] != i; }
+    for (int i = 0; i < 1000; i++) {
+        seen[order[i]]++;
+        moved += order[i] != i;
+    }
     for (int i = 0; i < 1000; i++) ok &= seen[i] == 1;
     result(ok && moved > 900, "shuffle is a permutation that moves most items", "");
 }
@@ -53,8 +56,10 @@ static int file_refused(const char *path, const MlpLayout *l, float *out, const 
     char err[512] = "";
     int rc = model_load(path, l, out, err, sizeof err);
     int ok = rc != 0 && strstr(err, keyword) != NULL;
-    if (!ok) printf("    rc %d, wanted '%s', got: %s\n", rc, keyword, err);
-    else printf("    (%s)\n", err);
+    if (!ok)
+        printf("    rc %d, wanted '%s', got: %s\n", rc, keyword, err);
+    else
+        printf("    (%s)\n", err);
     return ok;
 }
 
@@ -86,18 +91,23 @@ static void test_model_files(void)
     FILE *tmp = fopen(tmp_name, "rb");
     result(tmp == NULL, "model save leaves no temporary file", "");
     if (tmp) fclose(tmp);
-    result(file_refused("model_ok.bin", &other, q, "shape mismatch"), "model load refuses another hidden size", "");
+    result(file_refused("model_ok.bin", &other, q, "shape mismatch"),
+           "model load refuses another hidden size", "");
     rewrite("model_ok.bin", 1, -1);
-    result(file_refused("model_bad.bin", &l, q, "truncated"), "model load refuses a truncated file", "");
+    result(file_refused("model_bad.bin", &l, q, "truncated"), "model load refuses a truncated file",
+           "");
     rewrite("model_ok.bin", 0, 32 + 100);
-    result(file_refused("model_bad.bin", &l, q, "checksum"), "model load refuses a flipped payload bit", "");
+    result(file_refused("model_bad.bin", &l, q, "checksum"),
+           "model load refuses a flipped payload bit", "");
     rewrite("model_ok.bin", 0, 1);
     result(file_refused("model_bad.bin", &l, q, "bad magic"), "model load refuses a bad magic", "");
     rewrite("model_ok.bin", 0, 4);
-    result(file_refused("model_bad.bin", &l, q, "version"), "model load refuses another version", "");
+    result(file_refused("model_bad.bin", &l, q, "version"), "model load refuses another version",
+           "");
     rewrite("model_ok.bin", (long)(l.total * sizeof(float)) + 10, -1);
     result(file_refused("model_bad.bin", &l, q, "header"), "model load refuses a cut header", "");
-    result(file_refused("no_such_model.bin", &l, q, "cannot open"), "model load refuses a missing file", "");
+    result(file_refused("no_such_model.bin", &l, q, "cannot open"),
+           "model load refuses a missing file", "");
     free(p);
     free(q);
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "07_mnist_mlp/idx.h"
+#include "07_mnist_mlp/driver/idx.h"
 
 /* The class counts of MNIST's training and test labels. */
 static const int TRAIN_COUNTS[10] = {5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949};
@@ -24,7 +24,8 @@ static void result(int ok, const char *what, const char *detail)
 }
 
 /* One split: its count, and each class as often as in MNIST. */
-static void check_split(const char *dir, const char *prefix, int want, const int counts[10], IdxDataset *ds)
+static void check_split(const char *dir, const char *prefix, int want, const int counts[10],
+                        IdxDataset *ds)
 {
     char err[1400] = "", what[96], detail[256] = "";
     snprintf(what, sizeof what, "%s: %d images of 28x28 load", prefix, want);
@@ -39,12 +40,14 @@ static void check_split(const char *dir, const char *prefix, int want, const int
     for (int i = 0; i < ds->count; i++) seen[ds->labels[i]]++; /* idx_load refused labels > 9 */
     for (int c = 0; c < 10; c++)
         if (seen[c] != counts[c]) {
-            snprintf(detail, sizeof detail, "class %d appears %d times, MNIST has %d", c, seen[c], counts[c]);
+            snprintf(detail, sizeof detail, "class %d appears %d times, MNIST has %d", c, seen[c],
+                     counts[c]);
             ok = 0;
             break;
         }
-    snprintf(what, sizeof what, "%s: labels 0-9, each class as often as in MNIST (%d zeros ... %d nines)",
-             prefix, counts[0], counts[9]);
+    snprintf(what, sizeof what,
+             "%s: labels 0-9, each class as often as in MNIST (%d zeros ... %d nines)", prefix,
+             counts[0], counts[9]);
     result(ok, what, ok ? "" : detail);
 }
 
@@ -58,8 +61,10 @@ int main(void)
     int raw = stat(probe, &st) == 0;
     snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte.gz", dir);
     if (!raw && stat(probe, &st) != 0) {
-        printf("SKIP 07 real MNIST: %s holds no MNIST files (`make data` fetches them; .ci/run does; "
-               "offline it cannot)\n", dir);
+        printf(
+            "SKIP 07 real MNIST: %s holds no MNIST files (`make data` fetches them; .ci/run does; "
+            "offline it cannot)\n",
+            dir);
         return 0;
     }
     IdxDataset train, test;

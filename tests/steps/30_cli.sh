@@ -35,22 +35,23 @@ for ch in $CHAPTERS; do
     common_cli_cases "$bin"
 done
 
-# NN_topic/bad_args.txt: the chapter's own bad input, one case a line (the arguments
-# only); each must exit 2 with a reason and the usage.
+# NN_topic/bad_args.txt (or NN_topic/tests/bad_args.txt): the chapter's own bad input, one
+# case a line (the arguments only); each must exit 2 with a reason and the usage.
 for ch in $CHAPTERS; do
-    [ -f "$ROOT/$ch/bad_args.txt" ] || continue
+    bad_args=$(chapter_test_file "$ch" bad_args.txt)
+    [ -f "$bad_args" ] || continue
     bin=$(chapter_bin "$ch")
     while read -r args; do
         case "$args" in ''|'#'*) continue ;; esac
         # shellcheck disable=SC2086
         expect_usage_error "$(basename "$bin") $args" "$bin" $args
-    done < "$ROOT/$ch/bad_args.txt"
+    done < "$bad_args"
 done
 
-# chapter_tool_cases NAME CASE...: chapter 07's tool NAME (a second binary beside mnist_mlp)
-# answers the common cases and refuses each CASE (its own arguments, one string each).
+# chapter_tool_cases NAME CASE...: chapter 07's tool NAME (a second binary, in its tools/
+# folder) answers the common cases and refuses each CASE (its own arguments, one string each).
 chapter_tool_cases() {
-    local name=$1 bin="$ROOT/07_mnist_mlp/$1" args; shift
+    local name=$1 bin="$ROOT/07_mnist_mlp/tools/$1" args; shift
     if [ -x "$bin" ]; then
         common_cli_cases "$bin"
         for args in "$@"; do

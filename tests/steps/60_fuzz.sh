@@ -2,7 +2,7 @@
 # for a bounded time (FUZZ_SECONDS, default 30). SKIP where clang's libFuzzer is missing.
 source "$ROOT/tests/lib.sh"
 secs=${FUZZ_SECONDS:-30}
-src="$ROOT/07_mnist_mlp/fuzz_idx.c"
+src="$ROOT/07_mnist_mlp/tests/fuzz_idx.c"
 out="$ROOT/tests/build/fuzz"
 [ -f "$src" ] || { echo "SKIP fuzz: $src not found"; exit 0; }
 if ! command -v clang >/dev/null 2>&1; then echo "SKIP fuzz 07 readers: clang is not installed"; exit 0; fi

@@ -1,0 +1,277 @@
+/* Chapter 07: --check. An epoch of two training steps of every trainer, through its own
+ * path (graphs included), against double-precision CPU steps of driver/cpu_reference.h on synthetic
+ * data (for the tensor-core trainers, CPU steps whose two big products take the same
+ * rounded operands as theirs); and the CPU gradients themselves against central finite
+ * differences. */
+#ifndef CH07_CHECK_CUH
+#define CH07_CHECK_CUH
+
+#include "common/validate.h"
+#include "07_mnist_mlp/driver/data.cuh"
+#include "07_mnist_mlp/driver/epochs.cuh"
+#include "07_mnist_mlp/driver/flags.cuh"
+#include "07_mnist_mlp/driver/trainer_table.cuh"
+
+/* Fills the parameters like mlp_init, with nonzero biases so their gradients are tested. */
+static void check_params(float *p, const MlpLayout *l, unsigned long long seed)
+{
+    mlp_init(p, l, seed);
+    fill_uniform(p + l->b1, (size_t)l->hidden, -0.1f, 0.1f, seed + 1);
+    fill_uniform(p + l->b2, MLP_CLASSES, -0.1f, 0.1f, seed + 2);
+}
+
+/* The reference of a check: an epoch of two steps, B rows and then a shorter second batch
+ * (so the cursor, the next-batch gather and a last partial batch are all exercised), in the
+ * order the trainers will draw them (the same shuffle stream as theirs), computed in
+ * double, the products' operands rounded as a tensor-core trainer rounds them when
+ * `rounding` is set: the last step's activations, the epoch's mean loss, the velocity and
+ * the parameters after both updates. */
+typedef struct {
+    IdxDataset data;
+    MlpLayout l;
+    int batch, n_train;
+    float *p0;
+    int *order;
+    RefStep last;
+    double loss;
+    double *p_last; /* the parameters the last step started from */
+    double *p_new, *v_new;
+} CheckCase;
+
+#define CHECK_MEAN 0.35f
+#define CHECK_STD 0.4f
+#define CHECK_LR 0.1f
+#define CHECK_MU 0.5f
+
+static int second_batch(int B) { return B > 1 ? (B + 1) / 2 : 1; }
+
+static void check_case_create_rounded(CheckCase *c, int B, int H, unsigned long long seed,
+                                      RefRounding rounding, RefZ1Sum z1_sum)
+{
+    int B2 = second_batch(B), N = B + B2;
+    c->batch = B;
+    c->n_train = N;
+    synthesize(&c->data, N, seed);
+    c->l = mlp_layout(IDX_PIXELS, H);
+    c->p0 = (float *)xmalloc(c->l.total * sizeof(float));
+    check_params(c->p0, &c->l, seed + 3);
+    c->order = (int *)xmalloc((size_t)N * sizeof(int));
+    for (int i = 0; i < N; i++) c->order[i] = i;
+    Rng r = {seed + 1};
+    mlp_shuffle(c->order, N, &r);
+    float *x = (float *)xmalloc((size_t)N * IDX_PIXELS * sizeof(float));
+    int *y = (int *)xmalloc((size_t)N * sizeof(int));
+    for (int b = 0; b < N; b++) {
+        int img = c->order[b];
+        for (int k = 0; k < IDX_PIXELS; k++)
+            x[(size_t)b * IDX_PIXELS + k] =
+                ((float)c->data.pixels[(size_t)img * IDX_PIXELS + k] / 255.0f - CHECK_MEAN) /
+                CHECK_STD;
+        y[b] = c->data.labels[img];
+    }
+    size_t n = c->l.total;
+    c->p_new = (double *)xmalloc(n * sizeof(double));
+    c->p_last = (double *)xmalloc(n * sizeof(double));
+    c->v_new = (double *)calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) c->p_new[i] = c->p0[i];
+    RefStep first;
+    ref_alloc(&first, &c->l, B);
+    ref_step_summed(c->p_new, &c->l, x, y, rounding, z1_sum, &first);
+    ref_sgd(c->p_new, c->v_new, first.grad, n, CHECK_LR, CHECK_MU);
+    memcpy(c->p_last, c->p_new, n * sizeof(double));
+    ref_alloc(&c->last, &c->l, B2);
+    ref_step_summed(c->p_new, &c->l, x + (size_t)B * IDX_PIXELS, y + B, rounding, z1_sum, &c->last);
+    ref_sgd(c->p_new, c->v_new, c->last.grad, n, CHECK_LR, CHECK_MU);
+    c->loss = (first.loss * B + c->last.loss * B2) / N;
+    ref_free(&first);
+    free(x);
+    free(y);
+}
+
+static void check_case_create(CheckCase *c, int B, int H, unsigned long long seed)
+{
+    check_case_create_rounded(c, B, H, seed, NULL, NULL);
+}
+
+static void check_case_free(CheckCase *c)
+{
+    ref_free(&c->last);
+    idx_free(&c->data);
+    free(c->p0);
+    free(c->order);
+    free(c->p_last);
+    free(c->p_new);
+    free(c->v_new);
+}
+
+static float *download(const float *dev, size_t n)
+{
+    float *h = (float *)xmalloc(n * sizeof(float));
+    CUDA_CHECK(cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* The tolerances of the fp32 families (CheckTolerances, in its order):
+ *   loss       1e-5 relative: a sum of positive terms
+ *   dz2, v(W2), v(b2)  1e-4 normwise: built from fp32 logits; batch sums partly cancel
+ *   v(W1), v(b1)  1e-3 normwise: besides rounding, a unit whose z1 + b1 lies within rounding
+ *              of 0 can land on the other side of the ReLU kink than in double; at
+ *              256x1024 one such unit (from GEMMs that sum in another order than the CPU)
+ *              moved these by 3e-4 to 4e-4
+ *   z1, new params  1e-4 normwise: rounding alone gives ~1e-6 (fp32 dot products of length
+ *              784: ~sqrt(784) * 6e-8) and 4e-8, but the second step starts from weights
+ *              that carry the first step's kink flips: that one unit moved the last z1 by
+ *              3e-5 and the parameters by 1e-5 */
+static const CheckTolerances FP32_TOLERANCES = {1e-5, 1e-4, 1e-4, 1e-3, 1e-4, 1e-4};
+
+/* What an epoch of the case left, against the case's reference: the epoch's loss, the
+ * last step's z1 (without its bias where z1_has_no_bias: the fused steps add it where z1 is
+ * read) and dz2, the velocity v = mu v + g after both steps (which holds both steps'
+ * gradients) and the parameters. Returns the number of failed comparisons. */
+static int check_results(const char *name, const CheckTolerances *tol, const CheckCase *c,
+                         double loss, const float *z1, const float *dz2, const float *v,
+                         const float *np, int z1_has_no_bias)
+{
+    const MlpLayout *l = &c->l;
+    int B = c->batch, B2 = c->last.batch, H = l->hidden;
+    char size[48], what[64];
+    snprintf(size, sizeof size, "%d+%dx%d", B, B2, H);
+    int fails = 0;
+#define CHECK_ONE(label, err, limit)                       \
+    do {                                                   \
+        snprintf(what, sizeof what, "%s %s", name, label); \
+        fails += !report_check(what, size, err, limit);    \
+    } while (0)
+    CHECK_ONE("loss", isfinite(loss) ? fabs(loss - c->loss) / fabs(c->loss) : INFINITY, tol->loss);
+    double *z1_ref = (double *)xmalloc((size_t)B2 * H * sizeof(double));
+    for (size_t i = 0; i < (size_t)B2 * H; i++)
+        z1_ref[i] = c->last.z1[i] - (z1_has_no_bias ? c->p_last[l->b1 + i % H] : 0.0);
+    CHECK_ONE("z1", norm_rel_error(z1, z1_ref, (size_t)B2 * H), tol->z1);
+    free(z1_ref);
+    CHECK_ONE("dz2", norm_rel_error(dz2, c->last.dz2, (size_t)B2 * MLP_CLASSES), tol->dz2);
+    CHECK_ONE("v(W1)", norm_rel_error(v + l->w1, c->v_new + l->w1, (size_t)IDX_PIXELS * H),
+              tol->v_hidden);
+    CHECK_ONE("v(b1)", norm_rel_error(v + l->b1, c->v_new + l->b1, (size_t)H), tol->v_hidden);
+    CHECK_ONE("v(W2)", norm_rel_error(v + l->w2, c->v_new + l->w2, (size_t)H * MLP_CLASSES),
+              tol->v_output);
+    CHECK_ONE("v(b2)", norm_rel_error(v + l->b2, c->v_new + l->b2, MLP_CLASSES), tol->v_output);
+    CHECK_ONE("updated params", norm_rel_error(np, c->p_new, l->total), tol->params);
+#undef CHECK_ONE
+    return fails;
+}
+
+/* The case's epoch of two steps, run through the trainer's own path (graphs included).
+ * Tolerances: the family's, or FP32_TOLERANCES above. */
+static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long seed)
+{
+    const MlpLayout *l = &c->l;
+    const CheckTolerances *tol =
+        impl->family->tolerances ? impl->family->tolerances : &FP32_TOLERANCES;
+    int B = c->batch, B2 = c->last.batch, H = l->hidden;
+    Trainer t;
+    trainer_create(&t, impl, &c->data, c->n_train, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
+    trainer_set_params(&t, c->p0, CHECK_LR, CHECK_MU);
+    trainer_prepare_graphs(&t);
+    poison_device(t.z1, (size_t)B * H * sizeof(float));
+    poison_device(t.dz2, (size_t)B * MLP_CLASSES * sizeof(float));
+    EpochResult r = run_epoch(&t);
+    if (memcmp(t.h_order, c->order, (size_t)c->n_train * sizeof(int)) != 0) {
+        fprintf(stderr, "internal error: the trainer drew another batch order than the check\n");
+        exit(1);
+    }
+    float *z1 = download(t.z1, (size_t)B2 * H), *dz2 = download(t.dz2, (size_t)B2 * MLP_CLASSES);
+    float *v = download(t.vel, l->total), *np = download(t.params, l->total);
+    if (impl->family->fused)
+        for (size_t i = 0; i < l->total; i++)
+            v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
+    int fails = check_results(impl->name, tol, c, r.loss, z1, dz2, v, np, impl->family->fused);
+    free(z1);
+    free(dz2);
+    free(v);
+    free(np);
+    trainer_destroy(&t);
+    return fails;
+}
+
+/* The CPU reference's own gradients against central differences (see the host test). */
+static int check_gradients_fd(unsigned long long seed)
+{
+    MlpLayout l = mlp_layout(9, 6);
+    float *pf = (float *)xmalloc(l.total * sizeof(float)), x[5 * 9];
+    double *p = (double *)xmalloc(l.total * sizeof(double));
+    int y[5] = {1, 7, 7, 0, 9};
+    check_params(pf, &l, seed);
+    fill_uniform(x, 45, -1.0f, 1.0f, seed + 9);
+    for (size_t i = 0; i < l.total; i++) p[i] = pf[i];
+    double err = ref_gradient_check(&l, x, y, 5, p, 1e-6, 1e-3);
+    free(pf);
+    free(p);
+    /* central differences: truncation ~h^2, rounding ~1e-16 / h: about 1e-9 relative */
+    return !report_check("CPU gradient vs finite diff", "5x9-6-10", err, 1e-6);
+}
+
+/* The precisions of the trainers' products, and the rounding the CPU steps give their
+ * operands for each (part2_tensor_cores/01_roundings.h). */
+static const char *const CHECK_PRECISIONS[] = {"fp32", "tf32", "bf16"};
+static const RefRounding CHECK_ROUNDINGS[] = {NULL, tc_round_tf32, mlp_round_bf16};
+#define CHECK_NPRECISIONS 3
+
+static int check_precision(const Impl *impl)
+{
+    for (int r = 0; r < CHECK_NPRECISIONS; r++)
+        if (!strcmp(impl->precision, CHECK_PRECISIONS[r])) return r;
+    fprintf(stderr, "internal error: trainer %s has an unknown precision '%s'\n", impl->name,
+            impl->precision);
+    exit(1);
+}
+
+static int run_checks(const Options *o)
+{
+    gemm_tune_off = 1;
+    /* B x H: a single row; odd sizes (rows of single floats); the optimized trainer's
+     * backward kernel with one K range and 16-byte rows (32 x 1024), with several (256) */
+    static const int DEFAULT_SHAPES[][2] = {{1, 3}, {37, 50}, {32, 1024}, {256, 1024}};
+    int n = o->nsizes ? o->nsizes : (int)(sizeof DEFAULT_SHAPES / sizeof DEFAULT_SHAPES[0]),
+        fails = 0;
+    printf(
+        "\ncheck (seed %llu): an epoch of two training steps (B rows, then fewer) of each trainer "
+        "against\n"
+        "double-precision CPU steps (for tf32 and bf16: on the operands they round)\n",
+        o->seed);
+    fails += check_gradients_fd(o->seed);
+    for (int i = 0; i < n; i++) {
+        int B = o->nsizes ? (int)o->sizes[i].dim[0] : DEFAULT_SHAPES[i][0];
+        int H = o->nsizes ? (o->sizes[i].ndims > 1 ? (int)o->sizes[i].dim[1] : FLAGS.hidden)
+                          : DEFAULT_SHAPES[i][1];
+        unsigned long long seed = o->seed + 100 * (unsigned long long)i;
+        CheckCase cases[CHECK_NPRECISIONS]; /* one reference a precision, made when first needed */
+        int made[CHECK_NPRECISIONS] = {0};
+        for (int k = 0; k < NIMPLS; k++) {
+            if (!kernel_selected(o, IMPLS[k].name)) continue;
+            char why[200];
+            if (impl_unsupported(&IMPLS[k], H, B, why, sizeof why)) {
+                printf("  skip %-28s size %dx%-13d %s\n", IMPLS[k].name, B, H, why);
+                continue;
+            }
+            int r = check_precision(&IMPLS[k]);
+            RefZ1Sum z1_sum = IMPLS[k].family->z1_sum;
+            if (z1_sum) { /* a reference of its own */
+                CheckCase own;
+                check_case_create_rounded(&own, B, H, seed, CHECK_ROUNDINGS[r], z1_sum);
+                fails += check_impl(&IMPLS[k], &own, seed);
+                check_case_free(&own);
+                continue;
+            }
+            if (!made[r])
+                check_case_create_rounded(&cases[r], B, H, seed, CHECK_ROUNDINGS[r], NULL),
+                    made[r] = 1;
+            fails += check_impl(&IMPLS[k], &cases[r], seed);
+        }
+        for (int r = 0; r < CHECK_NPRECISIONS; r++)
+            if (made[r]) check_case_free(&cases[r]);
+    }
+    printf("%s\n", fails ? "CHECK FAILED" : "all checks passed");
+    return fails;
+}
+
+#endif

@@ -1,0 +1,67 @@
+/* Chapter 07: the table of trainers. Each row is one trainer (--impl NAME): its family of
+ * steps and the choices within it (see Impl in driver/trainer.cuh). The check, the bench and
+ * --train walk this table, and find the rows they compare by name, never by position.
+ *
+ * A new trainer: a row here. A new family of steps: a file that defines its StepFamily
+ * (part1_fused/01_unfused_steps.cuh is the model), one #include below, and its rows. */
+#ifndef CH07_TRAINERS_CUH
+#define CH07_TRAINERS_CUH
+
+#include "07_mnist_mlp/part1_fused/05_fed_steps.cuh"
+#include "07_mnist_mlp/part1_fused/04_fused_steps.cuh"
+#include "07_mnist_mlp/part4_persistent/10_persistent_steps.cuh"
+#include "07_mnist_mlp/part2_tensor_cores/01_tc_steps.cuh"
+#include "07_mnist_mlp/part1_fused/08_three_launch_steps.cuh"
+#include "07_mnist_mlp/part1_fused/01_unfused_steps.cuh"
+
+/* name, role, family, gemm, feed, sync_each, graph, vs, precision */
+static const Impl IMPLS[] = {
+    {"naive", "naive", &UNFUSED_STEPS, GEMM_NAIVE, FEED_COPY, 1, GRAPH_NONE, NULL, "fp32"},
+    {"resident", "step", &UNFUSED_STEPS, GEMM_NAIVE, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"best_kernels", "step", &UNFUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
+    {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL, "fp32"},
+    {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL, "fp32"},
+    {"epoch_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas",
+     "fp32"},
+    {"optimized", "optimized", &THREE_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH,
+     "epoch_graph", "fp32"},
+    {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
+    {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH,
+     "optimized", "tf32"},
+    {"bf16", "optimized", &THREE_BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH,
+     "optimized", "bf16"},
+    {"persistent", "optimized", &PERSISTENT_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE,
+     "optimized", "fp32"},
+    {"persistent_bf16x3", "optimized", &PERSISTENT_BF16X3_STEPS, GEMM_OWN, FEED_RESIDENT, 0,
+     GRAPH_NONE, "persistent", "fp32"},
+    {"persistent_bf16", "optimized", &PERSISTENT_BF16_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE,
+     "persistent", "bf16"},
+};
+#define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
+
+/* The --kernel and --impl names: IMPLS's, filled in by list_impl_names before the command
+ * line is read. */
+static const char *IMPL_NAMES[NIMPLS + 1];
+
+static void list_impl_names(void)
+{
+    for (int i = 0; i < NIMPLS; i++) IMPL_NAMES[i] = IMPLS[i].name;
+    IMPL_NAMES[NIMPLS] = NULL;
+}
+
+/* The row named `name`, or -1. */
+static int impl_index(const char *name)
+{
+    for (int i = 0; i < NIMPLS; i++)
+        if (strcmp(IMPLS[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const Impl *find_impl(const char *name)
+{
+    int i = impl_index(name);
+    return i < 0 ? NULL : &IMPLS[i];
+}
+
+#endif

@@ -1,0 +1,428 @@
+/* Chapter 07, part three: data-parallel training over NCCL (--gpus N).
+ *
+ * One process drives N GPUs. GPU g holds a full replica: a Trainer (driver/trainer.cuh) created
+ * on device g, with the resident training set, the parameters, the velocity and the
+ * activations of one slice of every global batch. A global batch of B images is cut into
+ * N slices of B / N (the last, short batch as evenly as it goes: a GPU may get none), and
+ * each GPU runs the fused step of part1_fused/04_fused_steps.cuh on its slice, with three changes:
+ *
+ *   - the backward pass accumulates into a gradient buffer of the replica's own (the fused
+ *     step adds its gradient straight into the velocity, which an all-reduce could not
+ *     sum), and dz2 is scaled by 1 / B, the global batch, so that the sum over the GPUs is
+ *     the gradient of the global batch: what one GPU would compute for the same B images;
+ *   - between the backward pass and the update, ncclAllReduce(sum) adds the N gradient
+ *     buffers, in place, on every GPU;
+ *   - the update (dp_update_and_gather, below) does v = mu v + g, w -= lr v and g = 0 in
+ *     one pass over the parameters, and gathers the next slice in the same grid. Every
+ *     GPU holds the same sum and applies the same arithmetic to the same w and v: the
+ *     replicas stay bitwise identical, with no broadcast of the weights.
+ *
+ * One step, per GPU g (compute: g's per-thread default stream, where every launcher of the chapter
+ * launches; comm: g's communication stream of part3_data_parallel/02_nccl_comm.cuh), --buckets 0:
+ *
+ *   compute (time flows down)              comm
+ *   gemm_forward, output_layer,
+ *   hidden_backward, gemm_dW1
+ *                            [ready] ----> [wait] all-reduce(whole gradient)
+ *   [wait] <------------------------------ [reduced]
+ *   update_and_gather
+ *
+ * --buckets K (default 2): dW1, 784 x H and nearly all of the gradient, is computed in K
+ * blocks of rows, and each block's all-reduce starts as soon as its rows are done, as
+ * PyTorch's DDP starts a bucket's all-reduce when its gradients are ready. The last block's
+ * all-reduce also carries b1, W2 and b2 (they follow W1 in the gradient buffer, and are
+ * ready before it): K calls, since each call costs tens of µs whatever its size:
+ *
+ *   compute                                comm
+ *   gemm_forward, output_layer,
+ *   hidden_backward
+ *   dW1 rows of bucket 0     [ready] ----> [wait] all-reduce(rows of bucket 0)
+ *   dW1 rows of bucket 1     [ready] ----> [wait] all-reduce(rows of bucket 1)
+ *   ...
+ *   dW1 rows of bucket K-1   [ready] ----> [wait] all-reduce(last rows, b1, W2, b2)
+ *   [wait] <------------------------------ [reduced]
+ *   update_and_gather
+ *
+ * Each all-reduce is one ncclAllReduce per GPU inside ncclGroupStart/End (one thread
+ * drives every GPU). The steps are not captured in CUDA graphs: NCCL advises against graph
+ * capture when one thread manages several GPUs (cudaGraphLaunch may block), so the host
+ * issues every launch, as for the trainer `fused`.
+ *
+ * The kernels of a step read the batch position from each replica's device cursor, as in
+ * the fused step: each replica's `order` holds the epoch's order cut into its slices, step
+ * after step, so its cursor, loss slots and next-slice gather work unchanged.
+ *
+ * This file: the replicas and one step; part3_data_parallel/04_dp_epochs.cuh: an epoch, the test
+ * pass, the replicas compared, --train --gpus N. */
+#ifndef CH07_DATA_PARALLEL_CUH
+#define CH07_DATA_PARALLEL_CUH
+
+#include "06_streams_prefetch/event_timeline.cuh"
+#include "07_mnist_mlp/part3_data_parallel/01_batch_split.h"
+#include "07_mnist_mlp/driver/epochs.cuh"
+#include "07_mnist_mlp/driver/flags.cuh"
+#include "07_mnist_mlp/part3_data_parallel/02_nccl_comm.cuh"
+#include "07_mnist_mlp/part1_fused/04_fused_steps.cuh"
+
+#define DP_DEFAULT_BUCKETS 2
+#define DP_PROBE_STEPS 64
+
+static int dp_buckets(void) { return FLAGS.buckets < 0 ? DP_DEFAULT_BUCKETS : FLAGS.buckets; }
+
+/* --gpus N with what it cannot go with: a reason and exit 2, before any GPU work. */
+static void dp_validate_args(const Options *o)
+{
+    const Flags *f = &FLAGS;
+    if (!f->gpus) {
+        if (f->buckets >= 0) cli_fail(&SPEC, "--buckets goes with --gpus");
+        if (f->timeline) cli_fail(&SPEC, "--timeline goes with --bench --gpus");
+        return;
+    }
+    if (f->impl || o->kernel)
+        cli_fail(
+            &SPEC,
+            "--gpus %d runs the data-parallel trainer (the fused step on every GPU); --impl and "
+            "--kernel "
+            "pick one-GPU trainers: give one or the other",
+            f->gpus);
+    if (f->train && f->batch % f->gpus)
+        cli_fail(
+            &SPEC,
+            "--batch %d is the global batch, split over --gpus %d: it must be a multiple of %d",
+            f->batch, f->gpus, f->gpus);
+    for (int s = 0; o->check && s < o->nsizes; s++)
+        if (o->sizes[s].dim[0] % f->gpus)
+            cli_fail(&SPEC, "-n %lld: the check's global batch must be a multiple of --gpus %d",
+                     o->sizes[s].dim[0], f->gpus);
+    dp_require_gpus(&SPEC, f->gpus);
+}
+
+#ifdef HAVE_NCCL
+
+/* ------------------------------------------------------------------ the update */
+
+/* dp_update_and_gather: mlp_update_and_gather (kernels.cuh) with a separate gradient.
+ *   blocks [gather_blocks, end): every parameter, float4 grid-stride: v = mu v + g,
+ *     w -= lr v, g = 0 (the next step's backward pass accumulates into g again, so the
+ *     zeroing costs no pass of its own).
+ *   blocks [0, gather_blocks): the replica's next slice, as in the fused step. */
+__global__ void __launch_bounds__(MLP_UPDATE_THREADS)
+    dp_update_and_gather(float *w, float *v, float *g, size_t n, float lr, float mu,
+                         int gather_blocks, const MlpSource src, const int *cursor, int n_rows,
+                         int batch, const MlpBatch dst)
+{
+    int block = blockIdx.x;
+    if (block < gather_blocks) {
+        /* the replica's next slice */
+        mlp_gather_next(src, cursor, n_rows, batch, dst, block, gather_blocks);
+        return;
+    }
+    size_t n4 = n / 4, stride = (size_t)(gridDim.x - gather_blocks) * MLP_UPDATE_THREADS;
+    float4 *w4 = (float4 *)w, *v4 = (float4 *)v, *g4 = (float4 *)g;
+    for (size_t i = (size_t)(block - gather_blocks) * MLP_UPDATE_THREADS + threadIdx.x; i < n4;
+         i += stride) {
+        float4 p = w4[i], m = v4[i], d = g4[i];
+        m = make_float4(fmaf(mu, m.x, d.x), fmaf(mu, m.y, d.y), fmaf(mu, m.z, d.z),
+                        fmaf(mu, m.w, d.w));
+        w4[i] = make_float4(p.x - lr * m.x, p.y - lr * m.y, p.z - lr * m.z, p.w - lr * m.w);
+        v4[i] = m;
+        g4[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+}
+
+/* ------------------------------------------------------------------ the replicas */
+
+/* A replica is a Trainer of this row: its own buffers come from trainer_create, its test
+ * pass is the fp32 one; its steps are dp_step's, never the family's. */
+static const StepFamily DP_REPLICA_STEPS = {
+    .fused = 0,
+    .capturable = 0,
+    .create = NULL,
+    .destroy = NULL,
+    .begin_epoch = NULL,
+    .step = NULL,
+    .evaluate = evaluate_fp32,
+    .tolerances = NULL,
+    .stages = NULL,
+    .epoch = NULL,
+    .unsupported = NULL,
+    .z1_sum = NULL,
+    .next_order_drawn = NULL,
+};
+static const Impl DP_REPLICA = {"data_parallel", "optimized",   &DP_REPLICA_STEPS,
+                                GEMM_BEST,       FEED_RESIDENT, 0,
+                                GRAPH_NONE,      NULL,          "fp32"};
+
+/* A timeline of some steps (the bench's --timeline): each launch and all-reduce between
+ * two events (06_streams_prefetch/event_timeline.cuh), one row per GPU and stream. Each
+ * GPU's times count from an origin event of its own, recorded on all GPUs back to back
+ * while they are idle, so the rows of different GPUs line up to within the few
+ * microseconds the host takes to record them. */
+typedef struct {
+    int first, count, on; /* steps first .. first + count - 1 of an epoch */
+    Timeline *tl[DP_MAX_GPUS];
+    cudaEvent_t origin[DP_MAX_GPUS];
+    char row[DP_MAX_GPUS][2][24]; /* "gpu0 compute", "gpu0 comm", ... */
+} DpTrace;
+
+/* The all-reduce inside the step, measured on GPU 0 for the first `count` steps of an
+ * epoch: ev[DP_GRAD_DONE] when its gradient was complete (after the last dW1 block),
+ * ev[DP_AR_BEGIN] when its communication stream began the first all-reduce, ev[DP_AR_END]
+ * when the last one ended. */
+enum { DP_GRAD_DONE, DP_AR_BEGIN, DP_AR_END };
+
+typedef struct {
+    int count;
+    cudaEvent_t ev[3][DP_PROBE_STEPS];
+} DpProbe;
+
+enum { DP_ROW_COMPUTE, DP_ROW_COMM };
+
+typedef struct {
+    const DpComm *c;
+    int buckets;            /* 0: one all-reduce after the whole backward pass */
+    int batch, local_batch; /* the global batch B, and B / N */
+    int n_train, hidden, steps;
+    char name[32];                      /* dp_x2, dp_x2_buckets4, ... */
+    Trainer rep[DP_MAX_GPUS];           /* replica g on device g */
+    float *grad[DP_MAX_GPUS];           /* its gradient, in the parameters' layout */
+    int *h_slices[DP_MAX_GPUS];         /* pinned: the epoch's order cut into its slices */
+    int n_local[DP_MAX_GPUS];           /* rows replica g trains on in an epoch */
+    int bucket_row[DP_MAX_BUCKETS + 1]; /* bucket k: dW1 rows bucket_row[k] .. bucket_row[k + 1] */
+    /* compute -> comm: bucket k of g's gradient is done (k = 0: all of it, without buckets) */
+    cudaEvent_t ready[DP_MAX_GPUS][DP_MAX_BUCKETS];
+    cudaEvent_t reduced[DP_MAX_GPUS]; /* comm -> compute: every all-reduce of the step has ended */
+    DpTrace *trace;                   /* NULL: no timeline */
+    DpProbe *probe;                   /* NULL: no in-step measurement */
+} DataParallel;
+
+/* One hand-over event a bucket, or one for the whole gradient without buckets. */
+static int dp_ready_events(const DataParallel *dp) { return dp->buckets > 0 ? dp->buckets : 1; }
+
+/* GPU g's slice of global batch s (part3_data_parallel/01_batch_split.h). */
+static DpSlice dp_slice(const DataParallel *dp, int s, int g)
+{
+    return dp_slice_of(dp->n_train, dp->batch, dp->c->gpus, s, g);
+}
+
+/* N replicas of a 784-hidden-10 MLP for global batch `batch` (a multiple of N), each with
+ * the whole training set (the first n_train images), GPU 0 with the test set too. */
+static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train, int n_train,
+                      const IdxDataset *test, int hidden, int batch, float mean, float std,
+                      unsigned long long seed, int buckets)
+{
+    memset(dp, 0, sizeof *dp);
+    dp->c = c;
+    dp->buckets = buckets;
+    dp->batch = batch;
+    dp->local_batch = batch / c->gpus;
+    dp->n_train = n_train;
+    dp->hidden = hidden;
+    dp->steps = (n_train + batch - 1) / batch;
+    if (buckets)
+        snprintf(dp->name, sizeof dp->name, "dp_x%d_buckets%d", c->gpus, buckets);
+    else
+        snprintf(dp->name, sizeof dp->name, "dp_x%d", c->gpus);
+    dp_bucket_rows(buckets, dp->bucket_row);
+    MlpLayout l = mlp_layout(IDX_PIXELS, hidden);
+    for (int g = 0; g < c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        size_t free_b, total_b;
+        CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        double need =
+            trainer_bytes(hidden, dp->local_batch, n_train, g == 0 && test ? test->count : 0) +
+            (double)l.total * sizeof(float);
+        if (need > 0.95 * (double)free_b)
+            cli_fail(&SPEC,
+                     "a replica needs %.2f GB of GPU memory but GPU %d has only %.2f GB free",
+                     need / 1e9, g, free_b / 1e9);
+        trainer_create(&dp->rep[g], &DP_REPLICA, train, n_train, g == 0 ? test : NULL, hidden,
+                       dp->local_batch, mean, std, seed);
+        dp->grad[g] = (float *)dalloc(l.total * sizeof(float));
+        CUDA_CHECK(cudaMemset(dp->grad[g], 0, l.total * sizeof(float)));
+        CUDA_CHECK(cudaMallocHost(&dp->h_slices[g], (size_t)n_train * sizeof(int)));
+        for (int k = 0; k < dp_ready_events(dp); k++)
+            CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[g], cudaEventDisableTiming));
+        dp->n_local[g] = dp_cut_order(NULL, n_train, batch, c->gpus, g, NULL);
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+}
+
+/* The same parameters on every replica, zero velocity and gradient. */
+static void dp_set_params(DataParallel *dp, const float *params, float lr, float mu)
+{
+    for (int g = 0; g < dp->c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        trainer_set_params(&dp->rep[g], params, lr, mu);
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+}
+
+static void dp_destroy(DataParallel *dp)
+{
+    for (int g = 0; g < dp->c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        trainer_destroy(&dp->rep[g]);
+        CUDA_CHECK(cudaFree(dp->grad[g]));
+        CUDA_CHECK(cudaFreeHost(dp->h_slices[g]));
+        for (int k = 0; k < dp_ready_events(dp); k++) CUDA_CHECK(cudaEventDestroy(dp->ready[g][k]));
+        CUDA_CHECK(cudaEventDestroy(dp->reduced[g]));
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+    memset(dp, 0, sizeof *dp);
+}
+
+/* ------------------------------------------------------------------ one step */
+
+static cudaStream_t dp_stream(const DataParallel *dp, int g, int row)
+{
+    return row == DP_ROW_COMM ? dp->c->stream[g] : cudaStreamPerThread;
+}
+
+/* An op of the timeline on GPU g (the current device), when one is being recorded. */
+static int dp_op_begin(DataParallel *dp, int g, int row, const char *op, int chunk)
+{
+    DpTrace *tr = dp->trace;
+    if (!tr || !tr->on) return -1;
+    return sp_op_begin(tr->tl[g], dp_stream(dp, g, row), tr->row[g][row], op, chunk);
+}
+
+static void dp_op_end(DataParallel *dp, int g, int row, int op)
+{
+    if (op >= 0) sp_op_end(dp->trace->tl[g], op, dp_stream(dp, g, row));
+}
+
+/* GPU g's launches up to the small gradients (b2, W2, b1): the forward product, the output
+ * layer with dz2 scaled by 1 / (the global batch's rows), the hidden backward. Its
+ * `rows` rows are already in x, xt and y (gathered by the step before). */
+static void dp_forward_backward(DataParallel *dp, int g, int rows, float inv_batch)
+{
+    Trainer *t = &dp->rep[g];
+    const MlpLayout *l = &t->l;
+    float *P = t->params, *grad = dp->grad[g];
+    int H = dp->hidden;
+    int op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "forward", -1);
+    gemm(t, rows, H, IDX_PIXELS, 1.0f, t->x, P + l->w1, 1.0f, t->z1); /* z1 cleared by the gather */
+    dp_op_end(dp, g, DP_ROW_COMPUTE, op);
+    op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "output_layer", -1);
+    mlp_output_layer<true><<<rows, MLP_OUT_THREADS>>>(
+        t->z1, P + l->b1, P + l->w2, P + l->b2, t->y, H, inv_batch, t->dz2, grad + l->b2,
+        t->step_loss, t->cursor, t->batch, NULL, NULL);
+    CHECK_LAUNCH();
+    dp_op_end(dp, g, DP_ROW_COMPUTE, op);
+    op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "hidden_backward", -1);
+    launch_hidden_backward(t->z1, P + l->b1, t->dz2, P + l->w2, rows, H, t->dz1, grad + l->w2,
+                           grad + l->b1, t->cursor);
+    dp_op_end(dp, g, DP_ROW_COMPUTE, op);
+}
+
+/* Rows r0 .. r1 of dW1 = x^T dz1 on GPU g, added into its gradient (beta = 1). x^T is
+ * 784 x rows, row-major, so its rows r0 .. r1 are one contiguous block, as are dW1's. */
+static void dp_dw1_rows(DataParallel *dp, int g, int rows, int r0, int r1, int chunk)
+{
+    Trainer *t = &dp->rep[g];
+    int op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "dW1", chunk);
+    gemm(t, r1 - r0, dp->hidden, rows, 1.0f, t->xt + (size_t)r0 * rows, t->dz1, 1.0f,
+         dp->grad[g] + t->l.w1 + (size_t)r0 * dp->hidden);
+    dp_op_end(dp, g, DP_ROW_COMPUTE, op);
+}
+
+/* What GPU g's compute stream has enqueued so far is a finished part of the gradient:
+ * its communication stream waits for it (event `ready[g][k]`). */
+static void dp_hand_over(DataParallel *dp, int g, int k)
+{
+    CUDA_CHECK(cudaEventRecord(dp->ready[g][k], cudaStreamPerThread));
+    CUDA_CHECK(cudaStreamWaitEvent(dp->c->stream[g], dp->ready[g][k], 0));
+}
+
+/* Gradient floats offset .. offset + count summed over the GPUs, in place on each. */
+static void dp_allreduce(DataParallel *dp, size_t offset, size_t count, const char *op_name,
+                         int chunk)
+{
+    int op[DP_MAX_GPUS];
+    for (int g = 0; g < dp->c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        op[g] = dp_op_begin(dp, g, DP_ROW_COMM, op_name, chunk);
+    }
+    dp_allreduce_group(dp->c, dp->grad, offset, count);
+    for (int g = 0; g < dp->c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        dp_op_end(dp, g, DP_ROW_COMM, op[g]);
+    }
+}
+
+static void dp_launch_update(DataParallel *dp, int g, float lr, float mu)
+{
+    Trainer *t = &dp->rep[g];
+    MlpSource src = train_source(t);
+    MlpBatch dst = fused_batch(t);
+    int gather_blocks = mlp_gather_blocks(t->batch);
+    dp_update_and_gather<<<gather_blocks + vadd_grid((long long)(t->l.total / 4)),
+                           MLP_UPDATE_THREADS>>>(t->params, t->vel, dp->grad[g], t->l.total, lr, mu,
+                                                 gather_blocks, src, t->cursor, dp->n_local[g],
+                                                 t->batch, dst);
+    CHECK_LAUNCH();
+}
+
+/* Probe event `which` of step s, on GPU 0 (the current device), when steps are measured. */
+static void dp_probe(const DataParallel *dp, int s, int which, cudaStream_t stream)
+{
+    if (dp->probe && s < dp->probe->count)
+        CUDA_CHECK(cudaEventRecord(dp->probe->ev[which][s], stream));
+}
+
+/* Step s of the epoch on every GPU: launches, hand-overs and all-reduces in the order of
+ * the diagram at the top, issued GPU after GPU. */
+static void dp_step(DataParallel *dp, int s, float lr, float mu)
+{
+    const DpComm *c = dp->c;
+    const MlpLayout *l = &dp->rep[0].l;
+    int K = dp->buckets, H = dp->hidden;
+    float inv_batch = 1.0f / (float)dp_batch_rows(dp->n_train, dp->batch, s);
+    for (int g = 0; g < c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        int rows = dp_slice(dp, s, g).rows;
+        if (rows > 0) {
+            dp_forward_backward(dp, g, rows, inv_batch);
+            if (K == 0) dp_dw1_rows(dp, g, rows, 0, IDX_PIXELS, -1);
+        }
+        if (K > 0) continue;
+        if (g == 0) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
+        dp_hand_over(dp, g, 0);
+        if (g == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
+    }
+    if (K == 0) {
+        dp_allreduce(dp, 0, l->total, "allreduce", -1);
+    } else {
+        for (int k = 0; k < K; k++) {
+            int r0 = dp->bucket_row[k], r1 = dp->bucket_row[k + 1];
+            for (int g = 0; g < c->gpus; g++) {
+                CUDA_CHECK(cudaSetDevice(g));
+                int rows = dp_slice(dp, s, g).rows;
+                if (rows > 0) dp_dw1_rows(dp, g, rows, r0, r1, k);
+                if (g == 0 && k == K - 1) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
+                dp_hand_over(dp, g, k);
+                if (g == 0 && k == 0) dp_probe(dp, s, DP_AR_BEGIN, c->stream[0]);
+            }
+            size_t first = l->w1 + (size_t)r0 * H,
+                   end = k == K - 1 ? l->total : l->w1 + (size_t)r1 * H;
+            dp_allreduce(dp, first, end - first, "allreduce", k); /* the last: with b1, W2, b2 */
+        }
+    }
+    for (int g = 0; g < c->gpus; g++) {
+        CUDA_CHECK(cudaSetDevice(g));
+        if (g == 0) dp_probe(dp, s, DP_AR_END, c->stream[0]);
+        CUDA_CHECK(cudaEventRecord(dp->reduced[g], c->stream[g]));
+        CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, dp->reduced[g], 0));
+        int op = dp_op_begin(dp, g, DP_ROW_COMPUTE, "update", -1);
+        dp_launch_update(dp, g, lr, mu);
+        dp_op_end(dp, g, DP_ROW_COMPUTE, op);
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+}
+
+#endif /* HAVE_NCCL */
+
+#endif
