@@ -99,19 +99,19 @@
 #ifndef CH05_KERNELS_CUH
 #define CH05_KERNELS_CUH
 
-#include "sgemm_common.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
 
-#include "sgemm_basic.cuh"
-#include "sgemm_vectorized.cuh"
-#include "sgemm_warptile.cuh"
-#include "sgemm_pipelined.cuh"
-#include "sgemm_splitk.cuh"
-#include "sgemm_streamk.cuh"
-#include "sgemm_thin.cuh"
-#include "sgemm_gemv.cuh"
-#include "sgemm_best.cuh"
+#include "05_matmul_tiled/fp32/01_naive.cuh"
+#include "05_matmul_tiled/fp32/06_vectorized.cuh"
+#include "05_matmul_tiled/fp32/08_warptile.cuh"
+#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/any_shape/01_splitk.cuh"
+#include "05_matmul_tiled/any_shape/02_streamk.cuh"
+#include "05_matmul_tiled/any_shape/03_thin.cuh"
+#include "05_matmul_tiled/any_shape/04_gemv.cuh"
+#include "05_matmul_tiled/any_shape/best.cuh"
 
-#include "tc_wmma.cuh"
-#include "tc_best.cuh"
+#include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
+#include "05_matmul_tiled/tensor_cores/best.cuh"
 
 #endif

@@ -8,15 +8,15 @@
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
  * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench,
  * shape_sweep.cuh the shape sweep. */
-#include "bench.cuh"
-#include "ceilings.cuh"
-#include "check.cuh"
+#include "05_matmul_tiled/driver/bench.cuh"
+#include "05_matmul_tiled/driver/ceilings.cuh"
+#include "05_matmul_tiled/driver/check.cuh"
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
-#include "driver.cuh"
-#include "kernels.cuh"
-#include "shape_sweep.cuh"
-#include "tc_driver.cuh"
+#include "05_matmul_tiled/driver/driver.cuh"
+#include "05_matmul_tiled/kernels.cuh"
+#include "05_matmul_tiled/driver/shape_sweep.cuh"
+#include "05_matmul_tiled/driver/tc_driver.cuh"
 
 /* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
  * bench_shape take a table's last version as its ceiling). */

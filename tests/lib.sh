@@ -4,6 +4,12 @@ CHAPTERS=$(ls -d "$ROOT"/0[1-7]_*/ 2>/dev/null | xargs -n1 basename | while read
 # The binary a chapter builds: its folder name without the number.
 chapter_bin() { echo "$ROOT/$1/${1#??_}"; }
 
+# chapter_file CHAPTER NAME: the chapter's test input NAME (sanitize_args, bad_args.txt,
+# gpu_tests.txt), from its tests/ folder if it has one there, else from the chapter folder.
+chapter_file() {
+    if [ -f "$ROOT/$1/tests/$2" ]; then echo "$ROOT/$1/tests/$2"; else echo "$ROOT/$1/$2"; fi
+}
+
 # 0 if this machine has a usable CUDA GPU.
 have_gpu() {
     command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make sanitize`: compute-sanitizer's memcheck, racecheck, synccheck and initcheck over
 # every chapter's --check at small sizes. The arguments come from each chapter's
-# sanitize_args file (one run a line, e.g. "--check -n 1,1021,4097"). Any reported error
+# sanitize_args file (NN_topic/tests/sanitize_args, else NN_topic/sanitize_args; one run a
+# line, e.g. "--check -n 1,1021,4097"). Any reported error
 # fails. Ends with "N passed, N failed, N skipped".
 #   bash tests/sanitize.sh [CHAPTER...]   (default: every chapter)
 set -u
@@ -18,7 +19,7 @@ fi
 [ $# -gt 0 ] && CHAPTERS="${*%/}"
 for ch in $CHAPTERS; do
     bin=$(chapter_bin "$ch")
-    argsfile="$ch/sanitize_args"
+    argsfile=$(chapter_file "$ch" sanitize_args)
     [ -f "$argsfile" ] || { echo "FAIL $ch: no sanitize_args file"; failed=$((failed + 1)); continue; }
     while IFS= read -r args; do
         case "$args" in ''|'#'*) continue ;; esac

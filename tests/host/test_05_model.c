@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "05_matmul_tiled/sgemm_model.h"
-#include "05_matmul_tiled/shape_sweep.h"
+#include "05_matmul_tiled/any_shape/model.h"
+#include "05_matmul_tiled/driver/shape_sweep.h"
 
 static int failures = 0;
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "05_matmul_tiled/tc_swizzle.h"
+#include "05_matmul_tiled/tensor_cores/swizzle.h"
 
 #define ROWS 256 /* the largest tile a kernel uses: 256 rows of Bt */
 

@@ -35,16 +35,17 @@ for ch in $CHAPTERS; do
     common_cli_cases "$bin"
 done
 
-# NN_topic/bad_args.txt: the chapter's own bad input, one case a line (the arguments
-# only); each must exit 2 with a reason and the usage.
+# NN_topic/bad_args.txt (or NN_topic/tests/bad_args.txt): the chapter's own bad input, one
+# case a line (the arguments only); each must exit 2 with a reason and the usage.
 for ch in $CHAPTERS; do
-    [ -f "$ROOT/$ch/bad_args.txt" ] || continue
+    badfile=$(chapter_file "$ch" bad_args.txt)
+    [ -f "$badfile" ] || continue
     bin=$(chapter_bin "$ch")
     while read -r args; do
         case "$args" in ''|'#'*) continue ;; esac
         # shellcheck disable=SC2086
         expect_usage_error "$(basename "$bin") $args" "$bin" $args
-    done < "$ROOT/$ch/bad_args.txt"
+    done < "$badfile"
 done
 
 # chapter_tool_cases NAME CASE...: chapter 07's tool NAME (a second binary beside mnist_mlp)

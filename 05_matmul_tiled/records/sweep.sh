@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Tries parameter sets of the pipelined kernel ("hopper") on this GPU and records each.
-#   bash 05_matmul_tiled/sweep.sh [OUT.csv [LABEL]]
-# (default OUT: 05_matmul_tiled/sweep_results.csv; LABEL names the round in every row.)
+#   bash 05_matmul_tiled/records/sweep.sh [OUT.csv [LABEL]]
+# (default OUT: 05_matmul_tiled/records/sweep_results.csv; a relative OUT is taken from
+# 05_matmul_tiled/; LABEL names the round in every row.)
 # For each line of CONFIGS (BM,BN,BK,TM,TN,WTR,STAGES,FRAG_PIPE: block tile, K slice,
 # thread tile, rows of threads in a warp, pipeline stages, fragment prefetch across
 # slices on/off) it rebuilds the chapter with
 # -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes,
 # times it at 2048^3 and 4096^3 next to cuBLAS, and appends one row per size to OUT.
 # The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults
-# (sgemm_pipelined.cuh). CONFIGS="..." in the environment replaces the list below.
+# (fp32/09_double_buffer.cuh). CONFIGS="..." in the environment replaces the list below.
 #
 # The list is round 4 (run on an H100 on 2026-11-25: the default won, README): is the
 # tuned kernel's gap to cuBLAS at 4096^3 the instruction cache? Its fully unrolled
@@ -20,8 +21,8 @@
 # warp tiles (WTR = 8). The first line is the current default, timed in the same run.
 # Rounds 1-4 and their lists are in sweep_results.csv.
 set -u -o pipefail
-cd "$(dirname "$0")"
-OUT=${1:-sweep_results.csv}
+cd "$(dirname "$0")/.."
+OUT=${1:-records/sweep_results.csv}
 LABEL=${2:-sweep}
 CONFIGS=${CONFIGS:-"
 128,256,32,8,16,8,3,1

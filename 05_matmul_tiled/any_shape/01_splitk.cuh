@@ -5,8 +5,8 @@
 #ifndef CH05_SGEMM_SPLITK_CUH
 #define CH05_SGEMM_SPLITK_CUH
 
-#include "sgemm_common.cuh"
-#include "sgemm_pipelined.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
+#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
 
 /* splitk: the small tiles, with K cut into ranges so that a small C (say 256 x 10 with
  * K = 1024: 4 blocks of 64x64) still puts about two blocks on every SM. The partial

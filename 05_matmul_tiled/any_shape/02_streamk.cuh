@@ -21,8 +21,8 @@
 
 #include <limits.h>
 
-#include "sgemm_pipelined.cuh"
-#include "sgemm_splitk.cuh"
+#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/any_shape/01_splitk.cuh"
 
 /* The stream-K kernel's configuration of a tile: the tile's own, except for the two tiles
  * of 8x8 outputs a thread in 128 threads (splitk_8x8's 64x128, thin_n_8x8's 128x64). Held

@@ -6,7 +6,7 @@
 #ifndef CH05_SGEMM_SPLITK_EPILOGUE_CUH
 #define CH05_SGEMM_SPLITK_EPILOGUE_CUH
 
-#include "sgemm_warptile.cuh"
+#include "05_matmul_tiled/fp32/08_warptile.cuh"
 
 /* Split-K's epilogue: adds alpha * acc into C, which already holds beta * C. (The rows and
  * columns below are sgemm_acc_row's and sgemm_acc_col's, written out: through those helpers

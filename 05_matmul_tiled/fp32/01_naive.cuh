@@ -5,7 +5,7 @@
 #define CH05_SGEMM_BASIC_CUH
 
 #include "common/cuda_utils.cuh"
-#include "sgemm_common.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
 
 /* ---------------------------------------------------------------------------------------
  * 1. naive: thread (x, y) of a 32x32 block computes C[m][n] with m from threadIdx.x. The

@@ -5,7 +5,7 @@
 #define CH05_SGEMM_WARPTILE_CUH
 
 #include "common/cuda_utils.cuh"
-#include "sgemm_common.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
 
 /* ---------------------------------------------------------------------------------------
  * Steps 8-10 share one parameterized tile. A block computes BM x BN of C with K in steps

@@ -19,13 +19,13 @@
 
 #include <stdlib.h>
 
-#include "sgemm_common.cuh"
-#include "sgemm_gemv.cuh"
-#include "sgemm_model.h"
-#include "sgemm_pipelined.cuh"
-#include "sgemm_splitk.cuh"
-#include "sgemm_streamk.cuh"
-#include "sgemm_thin.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
+#include "05_matmul_tiled/any_shape/04_gemv.cuh"
+#include "05_matmul_tiled/any_shape/model.h"
+#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/any_shape/01_splitk.cuh"
+#include "05_matmul_tiled/any_shape/02_streamk.cuh"
+#include "05_matmul_tiled/any_shape/03_thin.cuh"
 
 /* One launch of tile t with `splits` K ranges: the launcher of each SGEMM_TILE_*. */
 typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float *A,

@@ -24,7 +24,7 @@
 #ifndef CH05_TC_SWIZZLE_H
 #define CH05_TC_SWIZZLE_H
 
-#include "tc_round.h" /* TC_HD: host and device, or plain C */
+#include "05_matmul_tiled/tensor_cores/round.h" /* TC_HD: host and device, or plain C */
 
 #define TC_TILE_ROW_BYTES 128u
 #define TC_TILE_CHUNKS 8u

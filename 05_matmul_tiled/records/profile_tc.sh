@@ -4,9 +4,10 @@
 # once under ncu (after cuBLAS, which the bench times first; the filter skips cuBLAS's own
 # kernels) with the sections that show where its time goes: speed of light, the pipes'
 # utilization (tensor pipe included), shared-memory bank conflicts, and warp stalls.
-#   bash 05_matmul_tiled/profile_tc.sh [OUT.txt [SIZE]]     (default: stdout, 4096)
+#   bash 05_matmul_tiled/records/profile_tc.sh [OUT.txt [SIZE]]   (default: stdout, 4096;
+#   a relative OUT is taken from 05_matmul_tiled/)
 set -u -o pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/.."
 out=${1:-/dev/stdout}
 size=${2:-4096}
 bin=./matmul_tiled

@@ -21,9 +21,9 @@
 #ifndef CH05_SGEMM_GEMV_CUH
 #define CH05_SGEMM_GEMV_CUH
 
-#include "sgemm_common.cuh"
-#include "sgemm_model.h" /* SGEMM_GEMV_ROWS, sgemm_model_gemv_splits */
-#include "sgemm_splitk_epilogue.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
+#include "05_matmul_tiled/any_shape/model.h" /* SGEMM_GEMV_ROWS, sgemm_model_gemv_splits */
+#include "05_matmul_tiled/any_shape/epilogue_splitk.cuh"
 
 #define SGEMM_GEMV_WARPS 8     /* k lanes of a block */
 #define SGEMM_GEMV_COLS 128    /* columns of a block: 32 lanes x 4 */

@@ -29,7 +29,7 @@
 #ifndef CH05_TC_WGMMA_CLUSTER_CUH
 #define CH05_TC_WGMMA_CLUSTER_CUH
 
-#include "tc_wgmma.cuh"
+#include "05_matmul_tiled/tensor_cores/05_wgmma.cuh"
 
 #define TC_CLUSTER_BM 128
 #define TC_CLUSTER_BN 256

@@ -27,8 +27,8 @@
 #ifndef CH05_TC_WGMMA_CUH
 #define CH05_TC_WGMMA_CUH
 
-#include "tc_hopper.cuh"
-#include "tc_swizzle.h"
+#include "05_matmul_tiled/tensor_cores/hopper_primitives.cuh"
+#include "05_matmul_tiled/tensor_cores/swizzle.h"
 
 /* How a tile leaves the kernel: stored as alpha * acc + beta * C, or (split-K) added. */
 enum { TC_EPI_STORE, TC_EPI_ADD };

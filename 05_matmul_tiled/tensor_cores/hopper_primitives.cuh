@@ -32,7 +32,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "tc_common.cuh"
+#include "05_matmul_tiled/tensor_cores/common.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TC_WGMMA_DEVICE 1

@@ -16,7 +16,7 @@
 #ifndef CH05_SGEMM_THIN_CUH
 #define CH05_SGEMM_THIN_CUH
 
-#include "sgemm_pipelined.cuh"
+#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
 
 typedef SgemmConfig<32, 128, 16, 4, 8, 8, 3> SgemmThinMCfg; /* warps of 8x4 threads, 4x8 each */
 typedef SgemmConfig<128, 32, 16, 8, 4, 4, 3> SgemmThinNCfg; /* warps of 4x8 threads, 8x4 each */

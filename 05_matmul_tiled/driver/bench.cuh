@@ -14,7 +14,7 @@
 #include "common/host.h"
 #include "common/report.h"
 #include "common/validate.h"
-#include "driver.cuh"
+#include "05_matmul_tiled/driver/driver.cuh"
 
 #define CHAPTER "05_matmul_tiled"
 

@@ -16,8 +16,8 @@
 #ifndef CH05_TC_BEST_CUH
 #define CH05_TC_BEST_CUH
 
-#include "tc_mma.cuh"
-#include "tc_wgmma_cluster.cuh"
+#include "05_matmul_tiled/tensor_cores/02_mma.cuh"
+#include "05_matmul_tiled/tensor_cores/08_wgmma_cluster.cuh"
 
 /* Whether the Hopper path applies to this call (see above). */
 template <typename T>

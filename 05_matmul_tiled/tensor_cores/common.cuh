@@ -21,7 +21,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "sgemm_common.cuh" /* ceil_div, aligned16, sm_count, the beta * C pass */
+#include "05_matmul_tiled/fp32/00_common.cuh" /* ceil_div, aligned16, sm_count, the beta * C pass */
 
 typedef __nv_bfloat16 bf16;
 

@@ -5,7 +5,7 @@
 #ifndef CH05_SGEMM_STAGED_EPILOGUE_CUH
 #define CH05_SGEMM_STAGED_EPILOGUE_CUH
 
-#include "sgemm_warptile.cuh"
+#include "05_matmul_tiled/fp32/08_warptile.cuh"
 
 /* The plain epilogue when C's rows do not allow 16-byte stores (N % 4 != 0), for hopper's
  * tile: the tile goes through shared memory, and the block writes it row by row,

@@ -10,10 +10,10 @@
 #define CH05_SGEMM_PIPELINED_CUH
 
 #include "common/cuda_utils.cuh"
-#include "sgemm_common.cuh"
-#include "sgemm_splitk_epilogue.cuh"
-#include "sgemm_staged_epilogue.cuh"
-#include "sgemm_warptile.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
+#include "05_matmul_tiled/any_shape/epilogue_splitk.cuh"
+#include "05_matmul_tiled/any_shape/epilogue_staged.cuh"
+#include "05_matmul_tiled/fp32/08_warptile.cuh"
 
 /* ---------------------------------------------------------------------------------------
  * cp.async (sm_80+): a copy from global to shared memory that does not pass through

@@ -13,11 +13,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench.cuh"
-#include "check.cuh"
-#include "driver.cuh"
-#include "kernels.cuh"
-#include "shape_sweep.h"
+#include "05_matmul_tiled/driver/bench.cuh"
+#include "05_matmul_tiled/driver/check.cuh"
+#include "05_matmul_tiled/driver/driver.cuh"
+#include "05_matmul_tiled/kernels.cuh"
+#include "05_matmul_tiled/driver/shape_sweep.h"
 
 /* What the sweep checks (the versions sgemm_best runs, itself, cuBLAS on the large
  * shapes) and what it times. */

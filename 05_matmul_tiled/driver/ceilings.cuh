@@ -7,7 +7,7 @@
 
 #include <cublas_v2.h>
 
-#include "tc_common.cuh"
+#include "05_matmul_tiled/tensor_cores/common.cuh"
 
 static cublasHandle_t cublas_handle(void)
 {

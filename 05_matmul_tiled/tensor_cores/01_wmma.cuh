@@ -27,8 +27,8 @@
 
 #include <mma.h>
 
-#include "tc_common.cuh"
-#include "tc_swizzle.h"
+#include "05_matmul_tiled/tensor_cores/common.cuh"
+#include "05_matmul_tiled/tensor_cores/swizzle.h"
 
 /* ------------------------------------------------------------------ the tile copy */
 

@@ -62,7 +62,7 @@
 #ifndef CH05_TC_MMA_CUH
 #define CH05_TC_MMA_CUH
 
-#include "tc_wmma.cuh" /* the tile copy */
+#include "05_matmul_tiled/tensor_cores/01_wmma.cuh" /* the tile copy */
 
 /* ------------------------------------------------------------------ the instructions */
 

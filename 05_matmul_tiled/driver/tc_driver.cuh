@@ -13,11 +13,11 @@
 
 #include <cublas_v2.h>
 
-#include "bench.cuh"
-#include "check.cuh"
-#include "tc_best.cuh"
-#include "tc_round.h"
-#include "tc_wmma.cuh"
+#include "05_matmul_tiled/driver/bench.cuh"
+#include "05_matmul_tiled/driver/check.cuh"
+#include "05_matmul_tiled/tensor_cores/best.cuh"
+#include "05_matmul_tiled/tensor_cores/round.h"
+#include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 
 template <typename T> struct TcVersion {
     const char *name, *role;

@@ -13,7 +13,7 @@
 #include "common/cuda_utils.cuh"
 #include "common/host.h"
 #include "common/validate.h"
-#include "driver.cuh"
+#include "05_matmul_tiled/driver/driver.cuh"
 
 /* Every how many rows the CPU reference is computed: all rows while M*N*K <= 2^28
  * (a fraction of a second in double), else evenly spaced rows plus the last one. The

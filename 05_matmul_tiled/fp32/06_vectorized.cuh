@@ -5,7 +5,7 @@
 #define CH05_SGEMM_VECTORIZED_CUH
 
 #include "common/cuda_utils.cuh"
-#include "sgemm_common.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
 
 /* 6. vectorized (APAD = 0) and 7. padded (APAD = 4). Step 5 with 16-byte global loads and
  * stores, and A stored transposed (As[k][m]) so the 8 values of A a thread needs per k are

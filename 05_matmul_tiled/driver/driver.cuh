@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "common/cli.h"
-#include "sgemm_common.cuh"
+#include "05_matmul_tiled/fp32/00_common.cuh"
 
 typedef struct { int M, N, K; } Shape;
 
