@@ -6,7 +6,7 @@
  * shape in the same run; --sweep adds the fp32 shape sweep.
  * This file holds the version tables, the shapes, the command line and main; check.cuh the
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
- * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench,
+ * ceilings.cuh the cuBLAS calls, driver/tc_driver.cuh the tensor-core tables' check and bench,
  * shape_sweep.cuh the shape sweep. */
 #include "05_matmul_tiled/driver/bench.cuh"
 #include "05_matmul_tiled/driver/ceilings.cuh"

@@ -1,12 +1,12 @@
 /* Chapter 05, split-K for a small C: splitk (the 64x64 tiles of hopper_small with K cut
  * into ranges) and splitk_8x8 (64x128 tiles, 8x8 per thread, 16-byte atomics) with the
  * model that picks its split count. Both launch the pipelined kernel of
- * sgemm_pipelined.cuh with one of its atomic epilogues. */
-#ifndef CH05_SGEMM_SPLITK_CUH
-#define CH05_SGEMM_SPLITK_CUH
+ * fp32/09_double_buffer.cuh with one of its atomic epilogues. */
+#ifndef CH05_ANY_SHAPE_01_SPLITK_CUH
+#define CH05_ANY_SHAPE_01_SPLITK_CUH
 
 #include "05_matmul_tiled/fp32/00_common.cuh"
-#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/fp32/10_hopper.cuh"
 
 /* splitk: the small tiles, with K cut into ranges so that a small C (say 256 x 10 with
  * K = 1024: 4 blocks of 64x64) still puts about two blocks on every SM. The partial

@@ -16,12 +16,12 @@
  *
  * All of a launch's blocks are on the GPU at once (one round), and no block waits for
  * another: the atomics need no order. */
-#ifndef CH05_SGEMM_STREAMK_CUH
-#define CH05_SGEMM_STREAMK_CUH
+#ifndef CH05_ANY_SHAPE_02_STREAMK_CUH
+#define CH05_ANY_SHAPE_02_STREAMK_CUH
 
 #include <limits.h>
 
-#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/fp32/10_hopper.cuh"
 #include "05_matmul_tiled/any_shape/01_splitk.cuh"
 
 /* The stream-K kernel's configuration of a tile: the tile's own, except for the two tiles

@@ -1,6 +1,6 @@
-/* Chapter 05, thin_m and thin_n: the pipelined kernel of sgemm_pipelined.cuh with tiles 32
+/* Chapter 05, thin_m and thin_n: the pipelined kernel of fp32/09_double_buffer.cuh with tiles 32
  * wide in one direction, for C with few rows (thin_m: 32x128 tiles) or few columns
- * (thin_n: 128x32), and thin_n_8x8 (128x64, below). sgemm_best picks them through its model (sgemm_model.h).
+ * (thin_n: 128x32), and thin_n_8x8 (128x64, below). sgemm_best picks them through its model (any_shape/model.h).
  *
  * Why: every other tile is at least 64 wide both ways, and a tile computes all of its
  * outputs whether C has them or not. On a 16 x 8192 C with K = 8192 a 64-row tile does 4x
@@ -13,10 +13,10 @@
  * splitk_8x8's four for 64. Three cp.async stages of BK = 16, no fragment prefetch.
  * Split-K (16-byte atomics) when the few tiles cannot fill the SMs. Predicted: about 45%
  * of the FMA peak on a full SM (a guess until the sweep measures it, see SGEMM_TILES). */
-#ifndef CH05_SGEMM_THIN_CUH
-#define CH05_SGEMM_THIN_CUH
+#ifndef CH05_ANY_SHAPE_03_THIN_CUH
+#define CH05_ANY_SHAPE_03_THIN_CUH
 
-#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/fp32/10_hopper.cuh"
 
 typedef SgemmConfig<32, 128, 16, 4, 8, 8, 3> SgemmThinMCfg; /* warps of 8x4 threads, 4x8 each */
 typedef SgemmConfig<128, 32, 16, 8, 4, 4, 3> SgemmThinNCfg; /* warps of 4x8 threads, 8x4 each */

@@ -1,5 +1,5 @@
 /* Chapter 05, gemv: C with at most 8 rows, a matrix-vector product (M = 1) or a few of them.
- * sgemm_best picks it through its model (sgemm_model.h) when M <= SGEMM_GEMV_ROWS.
+ * sgemm_best picks it through its model (any_shape/model.h) when M <= SGEMM_GEMV_ROWS.
  *
  * Why: with M = 1 each element of B is used once, one FMA per 4 bytes read, so the product
  * can only go as fast as B streams from DRAM. A tiled kernel is the wrong tool there: its
@@ -18,8 +18,8 @@
  * three times the loads in flight). M > 8 runs 8 rows at a time (correct, but B is read
  * once per 8 rows: slow, which is why sgemm_best never asks for it).
  */
-#ifndef CH05_SGEMM_GEMV_CUH
-#define CH05_SGEMM_GEMV_CUH
+#ifndef CH05_ANY_SHAPE_04_GEMV_CUH
+#define CH05_ANY_SHAPE_04_GEMV_CUH
 
 #include "05_matmul_tiled/fp32/00_common.cuh"
 #include "05_matmul_tiled/any_shape/model.h" /* SGEMM_GEMV_ROWS, sgemm_model_gemv_splits */

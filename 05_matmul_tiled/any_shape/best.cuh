@@ -1,28 +1,28 @@
 /* Chapter 05, sgemm_best: the launcher to call (chapter 07 does). For each shape it asks
- * the model of sgemm_model.h which way to run it is fastest on this GPU, and runs that:
+ * the model of any_shape/model.h which way to run it is fastest on this GPU, and runs that:
  *   - one of six tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
  *     hopper_small's 64x64, thin_m's 32x128, thin_n's 128x32 and thin_n_8x8's 128x64;
  *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs, or, for a
- *     product with no more tiles than one round of the tile, stream-K (sgemm_streamk.cuh):
+ *     product with no more tiles than one round of the tile, stream-K (any_shape/02_streamk.cuh):
  *     every slot gets the same number of k steps;
  *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
  *     left over (the remainder wave) with whatever suits them;
- *   - gemv's untiled kernel for a C of at most 8 rows (sgemm_gemv.cuh);
+ *   - gemv's untiled kernel for a C of at most 8 rows (any_shape/04_gemv.cuh);
  *   - and, before any of it, B copied into rows padded to a multiple of 4 floats when N is
  *     not one and the product is large enough to pay for the copy (16-byte copies of B).
  * The model needs the GPU's SM count, clock and memory bandwidth and each kernel's
  * occupancy, all asked of the CUDA runtime here; nothing in it is tuned per GPU. Plans are
  * remembered per shape, so a program calling the same shapes (chapter 07) pays for the
  * model once per shape. */
-#ifndef CH05_SGEMM_BEST_CUH
-#define CH05_SGEMM_BEST_CUH
+#ifndef CH05_ANY_SHAPE_BEST_CUH
+#define CH05_ANY_SHAPE_BEST_CUH
 
 #include <stdlib.h>
 
 #include "05_matmul_tiled/fp32/00_common.cuh"
 #include "05_matmul_tiled/any_shape/04_gemv.cuh"
 #include "05_matmul_tiled/any_shape/model.h"
-#include "05_matmul_tiled/fp32/09_double_buffer.cuh"
+#include "05_matmul_tiled/fp32/10_hopper.cuh"
 #include "05_matmul_tiled/any_shape/01_splitk.cuh"
 #include "05_matmul_tiled/any_shape/02_streamk.cuh"
 #include "05_matmul_tiled/any_shape/03_thin.cuh"

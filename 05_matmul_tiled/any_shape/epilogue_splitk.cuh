@@ -1,10 +1,10 @@
 /* Chapter 05: how a split-K block leaves its tile. K is cut into ranges, one grid layer each,
  * and every layer's partial product is added into C (which already holds beta * C) with
  * atomics: one float at a time, or (sm_90) four neighbouring floats with one vector atomic.
- * sgemm_pipelined.cuh's kernel picks one of these as its epilogue (SGEMM_EPI_ATOMIC,
- * SGEMM_EPI_ATOMIC4); sgemm_splitk.cuh's versions run it. */
-#ifndef CH05_SGEMM_SPLITK_EPILOGUE_CUH
-#define CH05_SGEMM_SPLITK_EPILOGUE_CUH
+ * fp32/09_double_buffer.cuh's kernel picks one of these as its epilogue (SGEMM_EPI_ATOMIC,
+ * SGEMM_EPI_ATOMIC4); any_shape/01_splitk.cuh's versions run it. */
+#ifndef CH05_ANY_SHAPE_EPILOGUE_SPLITK_CUH
+#define CH05_ANY_SHAPE_EPILOGUE_SPLITK_CUH
 
 #include "05_matmul_tiled/fp32/08_warptile.cuh"
 

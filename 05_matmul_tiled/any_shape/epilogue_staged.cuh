@@ -1,9 +1,9 @@
 /* Chapter 05: the pipelined kernel's plain epilogue for a C whose rows cannot take 16-byte
  * stores (N % 4 != 0): hopper's tile goes through the free stage buffers and is written
- * row by row. sgemm_pipelined.cuh's kernel calls sgemm_tile_store_plain, which picks this
- * or the register epilogue of sgemm_warptile.cuh. */
-#ifndef CH05_SGEMM_STAGED_EPILOGUE_CUH
-#define CH05_SGEMM_STAGED_EPILOGUE_CUH
+ * row by row. fp32/09_double_buffer.cuh's kernel calls sgemm_tile_store_plain, which picks this
+ * or the register epilogue of fp32/08_warptile.cuh. */
+#ifndef CH05_ANY_SHAPE_EPILOGUE_STAGED_CUH
+#define CH05_ANY_SHAPE_EPILOGUE_STAGED_CUH
 
 #include "05_matmul_tiled/fp32/08_warptile.cuh"
 

@@ -1,7 +1,7 @@
 /* Chapter 05, the model sgemm_best chooses by: a predicted time for every way it can run a
  * shape, from the GPU's own numbers (SM count, clock, memory bandwidth, and each kernel's
  * blocks per SM as the CUDA runtime reports them) and one measured number per tile, its
- * efficiency. Plain C, no CUDA: sgemm_best.cuh fills in the GPU's numbers, and
+ * efficiency. Plain C, no CUDA: any_shape/best.cuh fills in the GPU's numbers, and
  * tests/host/test_05_model.c checks the model's choices with gcc.
  *
  * WAVES. A kernel of bm x bn tiles with K cut into `splits` ranges runs
@@ -34,7 +34,7 @@
  * 4-byte ones: SGEMM_UNALIGNED_B of the efficiency, unless B is first copied into a
  * buffer with rows padded to SGEMM_PAD_LD floats (a copy of B through DRAM and a launch).
  *
- * GEMV. A C of at most SGEMM_GEMV_ROWS rows can also run untiled (sgemm_gemv.cuh): B
+ * GEMV. A C of at most SGEMM_GEMV_ROWS rows can also run untiled (any_shape/04_gemv.cuh): B
  * streamed once, M FMAs per float of it, far below the FMA peak, so the time is that of
  * moving A, B and C through DRAM at SGEMM_GEMV_DRAM_SHARE of the peak, plus a fixed
  * SGEMM_GEMV_FIXED_US, plus split-K's atomics and C = beta * C pass when K is cut into
@@ -47,11 +47,11 @@
  * few tile rows over every SM). The two launches run one after the other.
  *
  * STREAM-K. For a product with no more tiles than the tile's plain kernel runs in one
- * round, each tile's stream-K launch (sgemm_streamk.cuh: one block a slot, each an equal
+ * round, each tile's stream-K launch (any_shape/02_streamk.cuh: one block a slot, each an equal
  * run of all the tiles' K slices) is priced too, and taken where it beats the split-K plan
  * (sgemm_model_part_us, sgemm_model_best_part). */
-#ifndef CH05_SGEMM_MODEL_H
-#define CH05_SGEMM_MODEL_H
+#ifndef CH05_ANY_SHAPE_MODEL_H
+#define CH05_ANY_SHAPE_MODEL_H
 
 #include <stdio.h>
 
@@ -135,7 +135,7 @@ typedef struct {
 } SgemmMachine;
 
 /* One launch: rows of C run with one tile and a split count, or (streamk) with the tile's
- * stream-K kernel, which deals out k steps rather than tiles (sgemm_streamk.cuh). */
+ * stream-K kernel, which deals out k steps rather than tiles (any_shape/02_streamk.cuh). */
 typedef struct {
     int tile, splits, streamk;
     double us;
@@ -143,7 +143,7 @@ typedef struct {
 
 /* What sgemm_best runs: rows [0, top_rows) with `top` (no split), the rest with `rest`
  * (top_rows == 0: all of C with `rest`), after copying B into padded rows if pack_b; or,
- * if gemv_splits > 0, none of that but sgemm_gemv.cuh's kernel with K in that many ranges. */
+ * if gemv_splits > 0, none of that but any_shape/04_gemv.cuh's kernel with K in that many ranges. */
 typedef struct {
     int top_rows;
     SgemmPart top, rest;
@@ -313,7 +313,7 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
 }
 
 /* gemv's K ranges for an N x K B: about 16 of its 128-column blocks per SM, each range at
- * least 64 k long (sgemm_gemv.cuh launches exactly this many). */
+ * least 64 k long (any_shape/04_gemv.cuh launches exactly this many). */
 static inline int sgemm_model_gemv_splits(int N, int K, int sms)
 {
     long long col_blocks = sgemm_model_ceil(N, 128);

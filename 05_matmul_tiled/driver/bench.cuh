@@ -3,8 +3,8 @@
  * versions on one shape against its ceiling and prints a table row and a CSV row for each.
  * The operand sets hold bytes and the timing calls a function, so versions with other
  * input types can use them with a run function of their own. */
-#ifndef CH05_BENCH_CUH
-#define CH05_BENCH_CUH
+#ifndef CH05_DRIVER_BENCH_CUH
+#define CH05_DRIVER_BENCH_CUH
 
 #include <math.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * the versions it judges. fp32: cublasSgemm with the default math mode (fp32 FMAs, TF32
  * off). Tensor cores: cublasGemmEx with bf16 inputs, or fp32 inputs computed as TF32,
  * fp32 accumulation and output, B given transposed as the tensor-core versions take it. */
-#ifndef CH05_CEILINGS_CUH
-#define CH05_CEILINGS_CUH
+#ifndef CH05_DRIVER_CEILINGS_CUH
+#define CH05_DRIVER_CEILINGS_CUH
 
 #include <cublas_v2.h>
 

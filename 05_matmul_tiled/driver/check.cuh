@@ -3,8 +3,8 @@
  * versions on one shape. The row sampling, build_reference and sampled_error see the
  * operands only through a ProductRow function, so versions with other input types or
  * layouts (B given transposed, say) can use them with a ProductRow of their own. */
-#ifndef CH05_CHECK_CUH
-#define CH05_CHECK_CUH
+#ifndef CH05_DRIVER_CHECK_CUH
+#define CH05_DRIVER_CHECK_CUH
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Chapter 05 driver, what main.cu, check.cuh and bench.cuh share: the shape of a problem,
  * the alpha and beta of every run, and a row of the version table. */
-#ifndef CH05_DRIVER_CUH
-#define CH05_DRIVER_CUH
+#ifndef CH05_DRIVER_DRIVER_CUH
+#define CH05_DRIVER_DRIVER_CUH
 
 #include <stdio.h>
 

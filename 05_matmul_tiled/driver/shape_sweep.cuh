@@ -7,8 +7,8 @@
  * worst shape, the same for the shapes with M*N*K >= 2^30, and how far the model's
  * predictions were off. The CSV rows are the usual ones; plot_extra.py draws the sweep
  * from them. */
-#ifndef CH05_SHAPE_SWEEP_CUH
-#define CH05_SHAPE_SWEEP_CUH
+#ifndef CH05_DRIVER_SHAPE_SWEEP_CUH
+#define CH05_DRIVER_SHAPE_SWEEP_CUH
 
 #include <math.h>
 #include <string.h>

@@ -6,8 +6,8 @@
  *   - SWEEP_RANDOM shapes with M, N and K each drawn between 1 and 8192;
  * every draw log-uniform (each factor of 2 as likely as any other), from a seeded
  * generator (splitmix64), so a seed always gives the same shapes. */
-#ifndef CH05_SHAPE_SWEEP_H
-#define CH05_SHAPE_SWEEP_H
+#ifndef CH05_DRIVER_SHAPE_SWEEP_H
+#define CH05_DRIVER_SHAPE_SWEEP_H
 
 #include <math.h>
 

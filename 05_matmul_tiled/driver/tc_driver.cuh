@@ -8,13 +8,14 @@
  * reported once, by tc_precision_report, against the fp32 product of the unrounded inputs.
  * The Hopper versions are skipped, with the reason, where they cannot run (another GPU, a
  * build without sm_90a, or K and pointers that TMA cannot describe). */
-#ifndef CH05_TC_DRIVER_CUH
-#define CH05_TC_DRIVER_CUH
+#ifndef CH05_DRIVER_TC_DRIVER_CUH
+#define CH05_DRIVER_TC_DRIVER_CUH
 
 #include <cublas_v2.h>
 
 #include "05_matmul_tiled/driver/bench.cuh"
 #include "05_matmul_tiled/driver/check.cuh"
+#include "05_matmul_tiled/any_shape/best.cuh" /* sgemm_best: the fp32 product of the precision report */
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"

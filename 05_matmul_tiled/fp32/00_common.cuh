@@ -2,8 +2,8 @@
  * contract (see kernels.cuh), the alpha/beta epilogue, the tile count of a shape, the two
  * device queries the launchers and sgemm_best ask (SM count, shared memory per block), and
  * the 16-byte load and store helpers of steps 6-10, and the C = beta * C pass of split-K. */
-#ifndef CH05_SGEMM_COMMON_CUH
-#define CH05_SGEMM_COMMON_CUH
+#ifndef CH05_FP32_00_COMMON_CUH
+#define CH05_FP32_00_COMMON_CUH
 
 #include <stdint.h>
 
@@ -25,7 +25,7 @@ static inline int sgemm_aligned16(const void *p) { return ((uintptr_t)p & 15) ==
 /* C = beta * C (C = 0 when beta == 0, so garbage in C never reaches the sums): what a
  * split-K launch does to C before its partial products are added into it. On sm_90 it lets
  * the next launch start at once (griddepcontrol.launch_dependents): a kernel launched as its
- * programmatic dependent (sgemm_streamk.cuh) runs its main loop meanwhile and waits for C
+ * programmatic dependent (any_shape/02_streamk.cuh) runs its main loop meanwhile and waits for C
  * (griddepcontrol.wait) only before its first atomic. Other launches wait as always. */
 __global__ void sgemm_scale_kernel(float *C, size_t n, float beta)
 {

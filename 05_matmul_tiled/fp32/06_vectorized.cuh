@@ -1,18 +1,15 @@
-/* Chapter 05, steps 6-7 of the fp32 ladder: vectorized and padded, one kernel template
- * (step 5 with 16-byte loads and A transposed in shared memory) whose only parameter is
- * the padding of the transposed A. */
-#ifndef CH05_SGEMM_VECTORIZED_CUH
-#define CH05_SGEMM_VECTORIZED_CUH
+/* Chapter 05, the fp32 ladder, step 6: vectorized. One kernel template (step 5 with
+ * 16-byte loads and A transposed in shared memory) whose only parameter is the padding of
+ * the transposed A: 0 here, 4 in step 7 (07_padded.cuh). */
+#ifndef CH05_FP32_06_VECTORIZED_CUH
+#define CH05_FP32_06_VECTORIZED_CUH
 
 #include "common/cuda_utils.cuh"
 #include "05_matmul_tiled/fp32/00_common.cuh"
 
-/* 6. vectorized (APAD = 0) and 7. padded (APAD = 4). Step 5 with 16-byte global loads and
- * stores, and A stored transposed (As[k][m]) so the 8 values of A a thread needs per k are
- * contiguous: two 16-byte shared loads instead of eight 4-byte ones, for A and for B.
- * The transposed store writes 4 floats of one float4 to 4 rows of As; with rows of 128
- * floats the two threads that share a row m hit the same bank. Padding each row by 4
- * floats (step 7) shifts row k by 4k banks: the 32 stores of a warp land in 32 banks. */
+/* 6. vectorized (APAD = 0; step 7, padded, is APAD = 4). Step 5 with 16-byte global loads
+ * and stores, and A stored transposed (As[k][m]) so the 8 values of A a thread needs per k
+ * are contiguous: two 16-byte shared loads instead of eight 4-byte ones, for A and for B. */
 #define SGEMM_V_BM 128
 #define SGEMM_V_BN 128
 #define SGEMM_V_BK 8
@@ -78,12 +75,6 @@ static inline void sgemm_vectorized(int M, int N, int K, float alpha, const floa
                                     const float *B, float beta, float *C)
 {
     sgemm_vectorized_launch<0>(M, N, K, alpha, A, B, beta, C);
-}
-
-static inline void sgemm_padded(int M, int N, int K, float alpha, const float *A, const float *B,
-                                float beta, float *C)
-{
-    sgemm_vectorized_launch<4>(M, N, K, alpha, A, B, beta, C);
 }
 
 #endif

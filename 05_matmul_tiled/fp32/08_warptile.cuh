@@ -1,8 +1,9 @@
-/* Chapter 05, step 8 of the fp32 ladder: warptile. Also the parameterized tile that steps
- * 8-10 and split-K share: SgemmConfig, the warp-tiled thread layout, the inner product of
- * one K slice and the epilogue, and SgemmWarptileCfg (step 8's tiles, reused by step 9). */
-#ifndef CH05_SGEMM_WARPTILE_CUH
-#define CH05_SGEMM_WARPTILE_CUH
+/* Chapter 05, the fp32 ladder, step 8: warptile. Also the parameterized tile that steps
+ * 8-10 and the any-shape versions share: SgemmConfig, the warp-tiled thread layout, the
+ * inner product of one K slice and the epilogues, and SgemmWarptileCfg (step 8's tiles,
+ * reused by step 9). */
+#ifndef CH05_FP32_08_WARPTILE_CUH
+#define CH05_FP32_08_WARPTILE_CUH
 
 #include "common/cuda_utils.cuh"
 #include "05_matmul_tiled/fp32/00_common.cuh"

@@ -1,13 +1,13 @@
-/* Chapter 05, steps 9-10 of the fp32 ladder: double_buffer, hopper and hopper_small, three
- * configurations of one kernel. In order: the cp.async copies and the per-thread copy plan,
- * the two main loops (a ring of STAGES slices; the same ring with the fragments of the next
- * k step prefetched), the kernel with its epilogues (a plain store, staged through shared
- * memory for an odd N by sgemm_staged_epilogue.cuh, or split-K's atomic adds from
- * sgemm_splitk_epilogue.cuh) and its launch, the configurations (the sweep's SGEMM_TUNED_* values, which
- * sweep.sh overrides with -D) and the three launchers. The split-K launchers that use the
- * same kernel are in sgemm_splitk.cuh. */
-#ifndef CH05_SGEMM_PIPELINED_CUH
-#define CH05_SGEMM_PIPELINED_CUH
+/* Chapter 05, the fp32 ladder, step 9: double_buffer, the first configuration of the
+ * pipelined kernel that step 10 (fp32/10_hopper.cuh: hopper, hopper_small) and the any-shape
+ * versions (any_shape/) run with other tiles. In order: the cp.async copies and the
+ * per-thread copy plan, the two main loops (a ring of STAGES slices; the same ring with
+ * the fragments of the next k step prefetched, which step 10 turns on), the kernel with its
+ * epilogues (a plain store, staged through shared memory for an odd N by
+ * any_shape/epilogue_staged.cuh, or split-K's atomic adds from any_shape/epilogue_splitk.cuh)
+ * and its launch, and step 9's launcher. */
+#ifndef CH05_FP32_09_DOUBLE_BUFFER_CUH
+#define CH05_FP32_09_DOUBLE_BUFFER_CUH
 
 #include "common/cuda_utils.cuh"
 #include "05_matmul_tiled/fp32/00_common.cuh"
@@ -284,7 +284,7 @@ enum { SGEMM_EPI_STORE, SGEMM_EPI_ATOMIC, SGEMM_EPI_ATOMIC4 };
 /* 9. double_buffer (STAGES = 2) and 10. hopper (the sweep's choice): the pipelined main
  * loop above and the warp-tiled epilogue. With an atomic EPI, block z multiplies only
  * slices [z * split_tiles, (z + 1) * split_tiles) and adds its partial product into C
- * with atomics (sgemm_splitk and sgemm_splitk_8x8 in sgemm_splitk.cuh). B's rows are N
+ * with atomics (sgemm_splitk and sgemm_splitk_8x8 in any_shape/01_splitk.cuh). B's rows are N
  * floats apart, or with PITCHED_B (sgemm_best's padded copy of B) ldb_arg >= N floats: a
  * kernel of its own, because a row length other than N costs the tuned kernel 4 registers
  * (252 instead of 248) even where it equals N. */
@@ -400,38 +400,10 @@ static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, cons
     CHECK_LAUNCH();
 }
 
-/* The sweep's winner on an H200; sweep.sh overrides it with -DSGEMM_TUNED_BM=... */
-#ifndef SGEMM_TUNED_BM
-#define SGEMM_TUNED_BM 128
-#define SGEMM_TUNED_BN 256
-#define SGEMM_TUNED_BK 32
-#define SGEMM_TUNED_TM 8
-#define SGEMM_TUNED_TN 16
-#define SGEMM_TUNED_WTR 8
-#define SGEMM_TUNED_STAGES 3
-#define SGEMM_TUNED_FRAG_PIPE 1
-#endif
-typedef SgemmConfig<SGEMM_TUNED_BM, SGEMM_TUNED_BN, SGEMM_TUNED_BK, SGEMM_TUNED_TM, SGEMM_TUNED_TN,
-                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES, SGEMM_TUNED_FRAG_PIPE> SgemmHopperCfg;
-/* 64x64 tiles, 4x4 per thread, 256 threads: four times the blocks of a 128x128 tile. */
-typedef SgemmConfig<64, 64, 16, 4, 4, 8, 2> SgemmSmallCfg;
-
 static inline void sgemm_double_buffer(int M, int N, int K, float alpha, const float *A,
                                        const float *B, float beta, float *C)
 {
     sgemm_pipelined_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
-}
-
-static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A,
-                                const float *B, float beta, float *C)
-{
-    sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
-}
-
-static inline void sgemm_hopper_small(int M, int N, int K, float alpha, const float *A,
-                                      const float *B, float beta, float *C)
-{
-    sgemm_pipelined_launch<SgemmSmallCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }
 
 #endif

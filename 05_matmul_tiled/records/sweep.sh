@@ -9,7 +9,7 @@
 # -DSGEMM_TUNED_BM=... (one define per parameter), checks the kernel on awkward shapes,
 # times it at 2048^3 and 4096^3 next to cuBLAS, and appends one row per size to OUT.
 # The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults
-# (fp32/09_double_buffer.cuh). CONFIGS="..." in the environment replaces the list below.
+# (fp32/10_hopper.cuh). CONFIGS="..." in the environment replaces the list below.
 #
 # The list is round 4 (run on an H100 on 2026-11-25: the default won, README): is the
 # tuned kernel's gap to cuBLAS at 4096^3 the instruction cache? Its fully unrolled

@@ -3,10 +3,10 @@
  *   tc_wmma_bf16   nvcuda::wmma m16n16k16, bf16 inputs, fp32 accumulators
  *   tc_wmma_tf32   nvcuda::wmma m16n16k8 with precision::tf32, fp32 inputs and accumulators
  *
- * Both follow tc_common.cuh's contract (A and Bt K-contiguous, C = alpha * A * B + beta * C,
+ * Both follow tensor_cores/common.cuh's contract (A and Bt K-contiguous, C = alpha * A * B + beta * C,
  * any M, N, K >= 1, beta == 0 never reads C). This file also holds what every portable
  * tensor-core version shares: the copy of a K-slice of A and Bt into shared memory
- * (tc_copy_stage), used here and by the mma.sync versions of tc_mma.cuh.
+ * (tc_copy_stage), used here and by the mma.sync versions of tensor_cores/02_mma.cuh to 04_mma_pipeline.cuh.
  *
  * What the tensor cores change. One warp-wide instruction multiplies a 16 x 16 tile of A by
  * a 16 x 16 tile of B (16 x 8 by 8 x 16 in TF32) and adds the product into a 16 x 16 fp32
@@ -22,8 +22,8 @@
  * These versions (and the mma.sync ones) leave the bits as they are instead of rounding
  * with __float_to_tf32 (cvt.rna.tf32.f32) first, the behaviour the wgmma versions have
  * by definition: every TF32 version of the chapter sees the same truncated inputs. */
-#ifndef CH05_TC_WMMA_CUH
-#define CH05_TC_WMMA_CUH
+#ifndef CH05_TENSOR_CORES_01_WMMA_CUH
+#define CH05_TENSOR_CORES_01_WMMA_CUH
 
 #include <mma.h>
 
@@ -32,7 +32,7 @@
 
 /* ------------------------------------------------------------------ the tile copy */
 
-/* A tile in shared memory is ROWS rows of 128 bytes of K (tc_swizzle.h): a stage holds the
+/* A tile in shared memory is ROWS rows of 128 bytes of K (tensor_cores/swizzle.h): a stage holds the
  * BM rows of A and the BN rows of Bt that one K-slice of BK = 128 / sizeof(T) elements
  * multiplies. Thread t copies chunk t % 8 of rows t / 8, t / 8 + THREADS / 8, ...: eight
  * neighbouring threads read one contiguous 128-byte row segment, and write the 8 chunks of
@@ -166,7 +166,7 @@ template <> struct TcWmmaType<float> {
  * loads and 4 mma_sync. Compared with the fp32 ladder's best kernel (sgemm_hopper): the
  * multiply-adds now cost almost nothing; what is left is a copy and a block barrier per
  * 128 bytes of K with nothing to overlap them but the other blocks on the SM, and fragment
- * loads that hit the same banks (the rows of the tile are 128 bytes apart: tc_mma.cuh
+ * loads that hit the same banks (the rows of the tile are 128 bytes apart: tensor_cores/02_mma.cuh
  * counts the conflicts). Prediction: a few times the fp32 kernel, far below cuBLAS. */
 template <typename T>
 __global__ void __launch_bounds__(TC_WMMA_THREADS)

@@ -1,17 +1,21 @@
-/* Chapter 05, part two, steps 2-4: the tensor cores through PTX mma.sync and ldmatrix
- * (sm_80 and newer). The fastest of them is what the chapter falls back to wherever the
- * Hopper versions (tc_wgmma.cuh) cannot run: another GPU, or a K or pointer TMA refuses.
+/* Chapter 05, part two, step 2: the tensor cores through PTX mma.sync and ldmatrix
+ * (sm_80 and newer), and the kernel that steps 3 and 4 configure differently. Step 4's
+ * version is what the chapter falls back to wherever the Hopper versions
+ * (tensor_cores/05_wgmma.cuh on) cannot run: another GPU, or a K or pointer TMA refuses.
  *
- *   tc_mma_bf16            mma.sync m16n8k16 with fragments loaded by ldmatrix from a plain
- *                          shared-memory tile; 128x128 block tile, 4 warps of 64x64
- *   tc_mma_swizzle_bf16    the same with the XOR-swizzled tile: ldmatrix without conflicts
- *   tc_mma_pipeline_bf16   a 3-stage cp.async pipeline, 128x256 block tile, 8 warps of 64x64
+ *   tc_mma_bf16            (this file) mma.sync m16n8k16 with fragments loaded by ldmatrix
+ *                          from a plain shared-memory tile; 128x128 block tile, 4 warps of
+ *                          64x64
+ *   tc_mma_swizzle_bf16    (03_mma_swizzle.cuh) the same with the XOR-swizzled tile:
+ *                          ldmatrix without conflicts
+ *   tc_mma_pipeline_bf16   (04_mma_pipeline.cuh) a 3-stage cp.async pipeline, 128x256 block
+ *                          tile, 8 warps of 64x64
  *   tc_mma_pipeline_tf32   the same kernel with mma.sync m16n8k8 in TF32
  *
- * All follow tc_common.cuh's contract; the copies into shared memory are tc_wmma.cuh's
+ * All follow tensor_cores/common.cuh's contract; the copies into shared memory are tensor_cores/01_wmma.cuh's
  * (16-byte cp.async, zero-filled outside the matrix, element by element where K or a
  * pointer rules out 16-byte copies), so every shape works. TF32 inputs keep their low 13
- * bits (ignored by the tensor cores: tc_wmma.cuh says why).
+ * bits (ignored by the tensor cores: tensor_cores/01_wmma.cuh says why).
  *
  * mma.sync is the instruction the WMMA API compiles to, with the fragment layout in the
  * open. m16n8k16 multiplies a 16 x 16 tile of A by a 16 x 8 tile of B into a 16 x 8 fp32
@@ -49,7 +53,7 @@
  * (its columns n are contiguous along k), so the same non-transposed ldmatrix serves it:
  * b[0] is the 8 x 8 matrix (n 0..7) x (k 0..7) of Bt read row by row. The registers of one
  * ldmatrix.x4 are a[0..3] of a 16-row m-tile, or b[0], b[1] of two 8-column n-tiles; the
- * lane -> (row, 16-byte chunk) maps are tc_swizzle.h's tc_ldsm_a_* and tc_ldsm_b_*.
+ * lane -> (row, 16-byte chunk) maps are tensor_cores/swizzle.h's tc_ldsm_a_* and tc_ldsm_b_*.
  *
  * TF32, mma.sync m16n8k8 (16 x 8 of A times 8 x 8 of B), one fp32 element a register:
  *   a[0]: m = g, k = q;  a[1]: m = 8+g, k = q;  a[2]: m = g, k = 4+q;  a[3]: m = 8+g, k = 4+q;
@@ -59,8 +63,8 @@
  * a[0..3] are the four 8-row x 16-byte quadrants in the same order as for bf16, b[0], b[1]
  * likewise: byte for byte the same ldmatrix addresses serve both types (a k-step is 32
  * bytes either way). tests/host/test_05_swizzle.c checks all of this against the tables. */
-#ifndef CH05_TC_MMA_CUH
-#define CH05_TC_MMA_CUH
+#ifndef CH05_TENSOR_CORES_02_MMA_CUH
+#define CH05_TENSOR_CORES_02_MMA_CUH
 
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh" /* the tile copy */
 
@@ -238,7 +242,7 @@ static inline void tc_mma_launch(int M, int N, int K, float alpha, const typenam
     CHECK_LAUNCH();
 }
 
-/* ------------------------------------------------------------------ steps 2-4 */
+/* ------------------------------------------------------------------ step 2 */
 
 /* 2. mma: the fragments in the open. 4 warps of 64 x 64 (step 1: 32 x 32): per k-step a
  * warp loads 8 x 512 bytes with ldmatrix for 32 mma, each A fragment feeding 8 of them and
@@ -254,63 +258,10 @@ static inline void tc_mma_launch(int M, int N, int K, float alpha, const typenam
  * the problem: 8 threads write the 8 chunks of one row, 8 different bank groups. */
 typedef TcMmaCfg<bf16, 128, 128, 1, false> TcMmaPlainCfg;
 
-/* 3. swizzle: chunk c of row r stored at chunk c ^ (r % 8) (tc_swizzle.h). The 8 rows of an
- * ldmatrix phase start at a multiple of 8, so r % 8 takes all 8 values and so does
- * c ^ (r % 8): 8 different bank groups, 1 wavefront per phase, 4 per ldmatrix.x4, no
- * conflict (tests/host/test_05_swizzle.c counts both layouts). The XOR only permutes the
- * chunks inside a row, so the copies stay conflict-free too. Prediction: 3-6x faster than
- * step 2 (the 8x excess of shared-memory traffic is gone); what remains is the rhythm of
- * copy, wait, multiply, with only the SM's other block to fill the waits. */
-typedef TcMmaCfg<bf16, 128, 128, 1, true> TcMmaSwizzleCfg;
-
-/* 4. pipeline: 3 stages of 128x256 tiles (48 KB a stage, 144 KB in all), 8 warps of
- * 64 x 64. The ring of cp.async copies keeps two slices in flight while one is multiplied,
- * so the global-memory latency hides behind the tensor cores instead of stalling each slice,
- * and the 256-wide tile cuts the bytes copied per flop by a quarter against 128x128 (each
- * row of A in shared memory feeds 256 columns), in L2 traffic and in shared-memory writes.
- * 228 registers a thread: one block of 8 warps per SM. Prediction: 1.5-2x over step 3.
- * Where it stops: shared memory still moves 128 bytes (ldmatrix) + ~48 (the copies) per
- * mma, about 1.4 cycles of its bandwidth per mma that the tensor cores could take in one,
- * and every operand passes through the register file warp by warp. wgmma (tc_wgmma.cuh)
- * feeds the tensor cores from shared memory directly, for 4 warps at once: expect this
- * kernel near 60-70% of cuBLAS bf16 on an H100 (on an A100, where mma.sync is all there
- * is, this design is what cuBLAS itself runs).
- * GPUs whose blocks cannot have 144 KB of shared memory (sm_86, sm_89: 99 KB) get a
- * 128x128 tile with 3 stages (96 KB) instead. */
-template <typename T> using TcMmaPipeCfg = TcMmaCfg<T, 128, 256, 3, true>;
-template <typename T> using TcMmaPipeSmallCfg = TcMmaCfg<T, 128, 128, 3, true>;
-
-template <typename T>
-static inline void tc_mma_pipeline_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                          float *C)
-{
-    if (TcMmaPipeCfg<T>::SMEM_BYTES <= sgemm_smem_limit())
-        tc_mma_launch<TcMmaPipeCfg<T>>(M, N, K, alpha, A, Bt, beta, C);
-    else
-        tc_mma_launch<TcMmaPipeSmallCfg<T>>(M, N, K, alpha, A, Bt, beta, C);
-}
-
-/* ------------------------------------------------------------------ the launchers */
-
 static inline void tc_mma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
                                float *C)
 {
     tc_mma_launch<TcMmaPlainCfg>(M, N, K, alpha, A, Bt, beta, C);
-}
-static inline void tc_mma_swizzle_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                       float beta, float *C)
-{
-    tc_mma_launch<TcMmaSwizzleCfg>(M, N, K, alpha, A, Bt, beta, C);
-}
-static inline void tc_mma_pipeline_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                        float beta, float *C)
-{
-    tc_mma_pipeline_launch(M, N, K, alpha, A, Bt, beta, C);
-}
-static inline void tc_mma_pipeline_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
-                                        float beta, float *C)
-{
-    tc_mma_pipeline_launch(M, N, K, alpha, A, Bt, beta, C);
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* Chapter 05, part two, step 8: one load feeding two SMs, TMA multicast in a cluster (sm_90a).
  *
- *   tc_wgmma_cluster_<t>  the persistent warp-specialized kernel of tc_wgmma.cuh, launched
+ *   tc_wgmma_cluster_<t>  the persistent warp-specialized kernel of tensor_cores/07_wgmma_persistent.cuh, launched
  *                         in clusters of two blocks that always work on two vertically
  *                         adjacent 128x256 tiles of C. Both tiles need the same 256 rows of
  *                         Bt, so each block's producer loads its own 128 rows of A and *half*
@@ -21,15 +21,15 @@
  *     barrier after the initialization), and neither block exits while the other may still
  *     write into its shared memory or arrive on its barriers (one more at the end);
  *   - the tiles are dealt in pairs: pair p is tile row 2 pm + rank, column tn, where (pm, tn)
- *     walks tc_swizzle.h's grouped order over the pairs. With an odd number of tile rows
+ *     walks tensor_cores/swizzle.h's grouped order over the pairs. With an odd number of tile rows
  *     the last pair's lower tile lies below C: TMA fills its A with zeros, it still loads
  *     its half of Bt for the other block, and it stores nothing.
  * The grid has as many clusters as fit at once (cudaOccupancyMaxActiveClusters: a cluster's
  * two blocks must sit in one GPC, so this can be fewer than SMs / 2). */
-#ifndef CH05_TC_WGMMA_CLUSTER_CUH
-#define CH05_TC_WGMMA_CLUSTER_CUH
+#ifndef CH05_TENSOR_CORES_08_WGMMA_CLUSTER_CUH
+#define CH05_TENSOR_CORES_08_WGMMA_CLUSTER_CUH
 
-#include "05_matmul_tiled/tensor_cores/05_wgmma.cuh"
+#include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
 
 #define TC_CLUSTER_BM 128
 #define TC_CLUSTER_BN 256

@@ -1,6 +1,6 @@
 /* Chapter 05, part two: tc_best_bf16 and tc_best_tf32, the tensor-core versions to call
  * (chapter 07's tensor-core trainers do). Same contract as every tensor-core version
- * (tc_common.cuh). They pick:
+ * (tensor_cores/common.cuh). They pick:
  *   - on a Hopper GPU with an sm_90a build, when TMA can describe A and Bt (16-byte row
  *     strides and bases): when the 128x256 tiles make at least half a wave (tiles >= SMs / 2),
  *     tc_wgmma_persistent up to 8 waves and tc_wgmma_ws beyond (measured on an H100: the
@@ -13,11 +13,12 @@
  *     66% and 67%, at 0.24 (1024 x 1024 x 8192) 41% and 73%;
  *   - everywhere else (an older GPU, or K not a multiple of 8 for bf16 / 4 for tf32, or an
  *     unaligned pointer): tc_mma_pipeline, which takes any shape. */
-#ifndef CH05_TC_BEST_CUH
-#define CH05_TC_BEST_CUH
+#ifndef CH05_TENSOR_CORES_BEST_CUH
+#define CH05_TENSOR_CORES_BEST_CUH
 
-#include "05_matmul_tiled/tensor_cores/02_mma.cuh"
-#include "05_matmul_tiled/tensor_cores/08_wgmma_cluster.cuh"
+#include "05_matmul_tiled/tensor_cores/04_mma_pipeline.cuh"
+#include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
+#include "05_matmul_tiled/tensor_cores/09_wgmma_splitk.cuh"
 
 /* Whether the Hopper path applies to this call (see above). */
 template <typename T>

@@ -15,8 +15,8 @@
  * K in both operands. With A and Bt both K-contiguous, every load of either operand is a
  * row segment of one matrix, the same code serves both, and Hopper's wgmma can read TF32
  * operands only in that layout. cuBLAS, the ceiling, is called with the same layout. */
-#ifndef CH05_TC_COMMON_CUH
-#define CH05_TC_COMMON_CUH
+#ifndef CH05_TENSOR_CORES_COMMON_CUH
+#define CH05_TENSOR_CORES_COMMON_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>

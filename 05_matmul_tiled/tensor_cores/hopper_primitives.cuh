@@ -1,4 +1,4 @@
-/* Chapter 05, part two: the Hopper (sm_90a) primitives the wgmma versions (tc_wgmma.cuh)
+/* Chapter 05, part two: the Hopper (sm_90a) primitives the wgmma versions (tensor_cores/05_wgmma.cuh to 09_wgmma_splitk.cuh)
  * are built from, each a line or two of inline PTX.
  *
  * - TMA (cp.async.bulk.tensor): one thread hands the copy engine a tensor map (the matrix's
@@ -26,8 +26,8 @@
  * kernels that use these compile to nothing there. On the host side: whether this binary
  * and GPU can run them (tc_wgmma_unavailable), whether TMA can describe a matrix
  * (tc_tma_refusal), and its tensor map (tc_tensor_map). */
-#ifndef CH05_TC_HOPPER_CUH
-#define CH05_TC_HOPPER_CUH
+#ifndef CH05_TENSOR_CORES_HOPPER_PRIMITIVES_CUH
+#define CH05_TENSOR_CORES_HOPPER_PRIMITIVES_CUH
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -113,7 +113,7 @@ __device__ __forceinline__ void tc_tma_load(void *dst, const CUtensorMap *map, u
                  : "memory");
 }
 
-/* ---- clusters (tc_wgmma_cluster.cuh): blocks launched in groups that can reach each
+/* ---- clusters (tensor_cores/08_wgmma_cluster.cuh): blocks launched in groups that can reach each
  * other's shared memory. A TMA copy with a CTA mask lands at the same shared-memory offset
  * in every block of the mask and counts its bytes on the mbarrier at the same offset in
  * each; an arrive can go to the mbarrier of another block of the cluster. */

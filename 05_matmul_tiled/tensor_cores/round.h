@@ -8,12 +8,12 @@
  *   TF32: an fp32 whose low 13 bits are zero; tc_round_tf32 rounds to nearest, ties away
  *         from zero (as PTX's cvt.rna.tf32.f32): at most 2^-11. The tensor cores themselves
  *         ignore those 13 bits, which truncates toward zero. */
-#ifndef CH05_TC_ROUND_H
-#define CH05_TC_ROUND_H
+#ifndef CH05_TENSOR_CORES_ROUND_H
+#define CH05_TENSOR_CORES_ROUND_H
 
 #include <string.h>
 
-/* What the plain-C headers of the tensor-core ladder (this one, tc_swizzle.h) mark their
+/* What the plain-C headers of the tensor-core ladder (this one, tensor_cores/swizzle.h) mark their
  * functions with: host and device under nvcc, nothing under a C compiler. */
 #ifdef __CUDACC__
 #define TC_HD __host__ __device__

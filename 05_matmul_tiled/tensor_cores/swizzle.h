@@ -1,6 +1,6 @@
 /* Chapter 05, part two: where the portable tensor-core versions keep a tile in shared memory,
  * which addresses their ldmatrix instructions read, and in which order their blocks run.
- * Plain C: the kernels (tc_wmma.cuh, tc_mma.cuh) and the host test
+ * Plain C: the kernels (tensor_cores/01_wmma.cuh, tensor_cores/02_mma.cuh) and the host test
  * tests/host/test_05_swizzle.c include the same functions.
  *
  * A tile is ROWS rows of 128 bytes (64 bf16 or 32 floats of K), each row eight 16-byte
@@ -21,8 +21,8 @@
  * The pattern repeats every 8 rows, so offset(r + 8q, c) = offset(r, c) + 1024 q: a kernel
  * computes a lane's offset for rows 0..15 once and adds whole 8-row groups to it. This is
  * the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B for the Hopper versions. */
-#ifndef CH05_TC_SWIZZLE_H
-#define CH05_TC_SWIZZLE_H
+#ifndef CH05_TENSOR_CORES_SWIZZLE_H
+#define CH05_TENSOR_CORES_SWIZZLE_H
 
 #include "05_matmul_tiled/tensor_cores/round.h" /* TC_HD: host and device, or plain C */
 
