@@ -27,18 +27,17 @@
 /* The stream-K kernel's configuration of a tile: the tile's own, except for the two tiles
  * of 8x8 outputs a thread in 128 threads (splitk_8x8's 64x128, thin_n_8x8's 128x64). Held
  * to 128 registers for 4 blocks an SM, those cannot load the next k step's fragments while
- * this one's FMAs run (FRAG_PIPE spilled 96 bytes there, bench_records.txt 15c). With 3
- * blocks an SM they have 168 registers, and the fragment-pipelined loop fits without
- * spills: in the stream-K kernel that ran 5224x56x7391 2-3.5% faster, 6980x76x6063 5% and
- * 1025^3 4% (H100, section 15f). (In the plain and split-K kernels 3 blocks an SM would
- * change their waves, so they keep 4.) */
+ * this one's FMAs run (FRAG_PIPE spills there). With 3 blocks an SM they have 168
+ * registers, and the fragment-pipelined loop fits without spills, which makes the stream-K
+ * kernel faster. (In the plain and split-K kernels 3 blocks an SM would change their waves,
+ * so they keep 4.) */
 template <typename Cfg>
 struct SgemmStreamkCfg : Cfg {
     static constexpr bool RETUNED = Cfg::THREADS == 128 && Cfg::TM * Cfg::TN == 64;
     static constexpr bool FRAG_PIPE = RETUNED || Cfg::FRAG_PIPE;
     static constexpr int MIN_BLOCKS = RETUNED ? 3 : Cfg::MIN_BLOCKS;
-    /* thin_n_8x8's 128x64 tile here keeps the row order of the FMAs (sgemm_fma_step):
-       5224x56x7391 ran 3% slower in the column order, every other kernel as fast or faster */
+    /* thin_n_8x8's 128x64 tile here keeps the row order of the FMAs (sgemm_fma_step): it
+       measured slower in the column order, every other kernel as fast or faster */
     static constexpr bool FMA_BY_ROWS = RETUNED && Cfg::BM == 128;
 };
 

@@ -11,14 +11,12 @@
  * tile: the tile goes through shared memory, and the block writes it row by row,
  * neighbouring threads on neighbouring columns. From registers, each 4-byte store of a
  * warp touches 16 sectors (its lanes' columns lie 4 floats apart), four times the L2
- * traffic of the same floats stored in a row. Measured on an H100 (same run, before ->
- * after): 4096 x 4095 x 4096 3.20 -> 3.10 ms, 4095^3 3.21 -> 3.14 ms, 3071^3 1.45 -> 1.41
- * ms, 4416 x 3635 x 72 142-163 -> 125 us. The stage buffers are free once the main loop
+ * traffic of the same floats stored in a row. The stage buffers are free once the main loop
  * is done; old C is read EPI_BATCH floats a thread at a time before any is written (see
  * sgemm_tile_store). Only where a thread may use all 255 registers (MIN_BLOCKS == 1):
  * in splitk_8x8's kernel, held to 128 registers for 4 blocks an SM, the same code made
- * ptxas spill 48 bytes, and 2048^3 ran 5% slower, odd N or not; double_buffer's two
- * slices of 8 are too small to hold its tile. */
+ * ptxas spill, and the kernel slower, odd N or not; double_buffer's two slices of 8 are
+ * too small to hold its tile. */
 template <typename Cfg>
 struct SgemmStagedFits {
     static constexpr bool value =
@@ -74,7 +72,7 @@ __device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, i
  * (sgemm_tile_store_rows); the other kernels staged where C's rows are not 16-byte aligned
  * and the tile fits, else from registers (sgemm_tile_store). Only the pitched kernel gets
  * the lane exchange: in the others, which also serve every even N, the same code made
- * ptxas schedule splitk_8x8's main loop differently, and 2048^3 ran 5% slower. */
+ * ptxas schedule splitk_8x8's main loop differently, and slower. */
 template <typename Cfg, bool PITCHED_B>
 __device__ __forceinline__ void sgemm_tile_store_plain(float *smem, float *C, int M, int N, float alpha,
                                                        float beta, bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],

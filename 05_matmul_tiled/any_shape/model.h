@@ -13,11 +13,8 @@
  * runs are too few to make 8 warps (a 4-warp block alone), they run at a fraction of the
  * rate and count as if there were enough of them. That holds when all of an SM's blocks
  * start together (b <= occupancy); over several rounds they drift apart, and the last one
- * shares the SM with the others for most of its time (4097^3 as 2145 blocks of splitk_8x8,
- * 16.25 an SM at 4 a time, ran at 17 block times, not the 18 of a last block alone: 3.34
- * against the row split's 3.51 ms that the 18 had made the model prefer, H200 and H100
- * alike, bench_records.txt 14c). With 132 SMs, 133 equal blocks take two
- * block times where 132 take one: the remainder wave. The model sees that and looks for
+ * shares the SM with the others for most of its time. With 132 SMs, 133 equal blocks take
+ * two block times where 132 take one: the remainder wave. The model sees that and looks for
  * another tile, another split count, or the row split below.
  *
  * ONE BLOCK'S TIME. A block's FMAs, bm * bn * (its k steps + fixed_k), at the SM's peak
@@ -67,27 +64,22 @@ typedef struct {
 
 /* The tiles sgemm_best chooses from, in the order of SGEMM_TILE_*. The efficiencies and
  * fixed costs are fits to the committed H200 rows (plots/results/NVIDIA_H200.csv and
- * sweep_results.csv), for a peak of 128 FMA lanes x 1.98 GHz per SM; the model's
+ * records/sweep_results.csv), for a peak of 128 FMA lanes x 1.98 GHz per SM; the model's
  * predictions and the sweep's measurements side by side (matmul_tiled --bench --sweep
- * prints both) are how to check and refit them.
- * - hopper (128x256): 41.7, 47.0 and 49.3 TFLOP/s at 2048, 4096 and 8192 cubed (1, 4 and
- *   16 waves of one block an SM) fit 81% of the peak plus a fixed 512 k steps a block
- *   (16 slices: its start and its end cost as much as 16 of its 128 slices at 4096),
- *   within 0.7% at all three.
- * - splitk_8x8's 64x128: 44.2, 46.1 and 44.4 TFLOP/s at 2048, 4096 and 8192 cubed fit 70%
- *   within 3.5%; its fixed cost, 2 slices (32 k steps), is the one its split-count model
- *   has used since step 13 (23.7 us on 256x1024x784 with 7 splits).
- * - hopper_small's 64x64: 47% of the peak on a full SM (30.9 TFLOP/s at 4096 cubed), 37%
- *   with one block an SM (42.8 us on 256x1024x784: 64 blocks), which is where the model
- *   uses it; 37% and 32 k steps.
+ * prints both) are how to check and refit them (records/code_notes.md keeps each fit).
+ * - hopper (128x256): fit to 2048, 4096 and 8192 cubed (1, 4 and 16 waves of one block an
+ *   SM); its fixed cost, 16 slices, is what its start and its end cost.
+ * - splitk_8x8's 64x128: fit to 2048, 4096 and 8192 cubed; its fixed cost, 2 slices (32 k
+ *   steps), is the one its split-count model uses (sgemm_splitk_8x8_splits).
+ * - hopper_small's 64x64: its efficiency with one block an SM (256x1024x784: 64 blocks),
+ *   which is where the model uses it, not that of a full SM.
  * - thin_m and thin_n (32x128 and 128x32, 8x4 outputs a thread, 4 warps): not measured
- *   yet; 45% and 48 k steps are a guess from their shared loads per FMA (three float4 per
- *   32 FMAs, against hopper_small's two per 16), and `guessed` makes them win only by
- *   SGEMM_PLAN_MARGIN until the sweep has measured them.
- * - thin_n_8x8 (128x64, 8x8 outputs a thread, 4 warps): splitk_8x8's tile on its side.
- *   Guessed first at splitk_8x8's 70%, it measured 160 us on 5224 x 56 x 7391 (H100, 6
- *   splits) against 122 predicted, and at 16 and 27 columns it lost to thin_n; 55% (32 k
- *   steps) fits that row and hands those two back to thin_n. One shape: still `guessed`. */
+ *   yet; a guess from their shared loads per FMA (three float4 per 32 FMAs, against
+ *   hopper_small's two per 16), and `guessed` makes them win only by SGEMM_PLAN_MARGIN
+ *   until the sweep has measured them.
+ * - thin_n_8x8 (128x64, 8x8 outputs a thread, 4 warps): splitk_8x8's tile on its side, fit
+ *   to one shape (5224 x 56 x 7391), which leaves C with 16 and 27 columns to thin_n, where
+ *   it measured faster; one shape, so still `guessed`. */
 enum { SGEMM_TILE_HOPPER, SGEMM_TILE_WIDE, SGEMM_TILE_SMALL, SGEMM_TILE_THIN_M,
        SGEMM_TILE_THIN_N, SGEMM_TILE_THIN_N_8X8, SGEMM_NTILES };
 static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
@@ -119,7 +111,8 @@ static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
 /* ... and what any gemv launch costs besides: a block's first trip to DRAM, the sums of its
  * 8 warps and its store (the tiles' fixed cost on a tiny shape comes to about as much). */
 #define SGEMM_GEMV_FIXED_US 2.0
-/* Warps an SM needs to keep its FMA pipes busy (hopper runs 8 at 80% of the peak). */
+/* Warps an SM needs to keep its FMA pipes busy (hopper's single block of 8 warps an SM
+ * reaches its full efficiency). */
 #define SGEMM_WARPS_TO_FILL 8
 
 /* What the model knows of the GPU. */
@@ -127,7 +120,7 @@ typedef struct {
     int sms;
     double fma_per_us;        /* one SM's peak: FMA lanes x clock, per microsecond */
     double dram_bytes_per_us; /* peak memory bandwidth */
-    double launch_us;         /* what one more launch in a row costs (measured: about 2 us) */
+    double launch_us;         /* what one more launch in a row costs (sgemm_best_machine) */
     SgemmTile tiles[SGEMM_NTILES];     /* SGEMM_TILES, with the geometry as compiled */
     int occupancy[SGEMM_NTILES];       /* blocks per SM of each tile's kernel (0: cannot run) */
     int split_occupancy[SGEMM_NTILES]; /* the same for its split-K kernel */
@@ -155,9 +148,8 @@ typedef struct {
 static inline long long sgemm_model_ceil(long long a, long long b) { return (a + b - 1) / b; }
 
 /* The row length of sgemm_best's padded copy of B: N rounded up to a multiple of 4, the
- * least that allows 16-byte copies. (Rounded up to 32, every row on a 128-byte line,
- * hopper alone ran 4097^3 in 3.71 ms, against 3.67-3.75 in three runs with rows of 4 on an
- * H100: no difference.) */
+ * least that allows 16-byte copies. (Rounded up to 32, every row on a 128-byte line, made
+ * no measurable difference.) */
 #define SGEMM_PAD_LD 4
 static inline int sgemm_padded_ld(int N) { return (int)sgemm_model_ceil(N, SGEMM_PAD_LD) * SGEMM_PAD_LD; }
 
@@ -222,14 +214,12 @@ static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, in
  * Then stream-K, for a product with no more tiles than one round of the tile's plain
  * kernel, and at least SGEMM_STREAMK_MIN_RUN slices for each block: it replaces that plan
  * where the model predicts it faster. (With more tiles than that every output goes through
- * atomics after a beta * C pass, and stream-K measured 2-10% slower than the plain tiles
- * on every such shape tried; with runs of a slice or two the blocks' atomics pile onto the
- * same few outputs: bench_records.txt 15. The plain kernel's round, not the stream-K
- * kernel's slots: SgemmStreamkCfg gives two tiles' stream-K kernels 3 blocks an SM where
- * their plain ones have 4, and counted by its own 396 slots 2560 x 3051 x 2147's last rows
- * (432 tiles) lost a stream-K plan 2.5% faster than the one left; priced 7% more
- * efficient as well, stream-K took 2047^3, 73 x 3513 x 1559 and 30 x 4605 x 4303 and ran
- * them 3-22% slower, 15f.) */
+ * atomics after a beta * C pass, and stream-K measured slower than the plain tiles on
+ * every such shape tried; with runs of a slice or two the blocks' atomics pile onto the
+ * same few outputs. The plain kernel's round, not the stream-K kernel's slots:
+ * SgemmStreamkCfg gives two tiles' stream-K kernels 3 blocks an SM where their plain ones
+ * have 4, and counting by its own slots turned away a faster stream-K plan; pricing
+ * stream-K as more efficient as well made the model take it where it ran slower.) */
 static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int N, int K,
                                               int beta_one, int beta_zero, int b_fast)
 {

@@ -66,11 +66,9 @@ __device__ __forceinline__ constexpr int sgemm_acc_col(int j)
  * a time, down the rows for one column and back up for the next. Every order gives the
  * same sums (each acc[i][j] still adds its k steps in k order), but the order decides which
  * registers ptxas gives the accumulators, and so how often an FMA reads two operands from
- * the same register bank and waits a cycle (ncu: "dispatch stall"). Row by row, the order
- * used before, hopper's loop had 31% more such FMAs and ran 4% slower at 4096^3 (0.15
- * dispatch stalls an instruction against 0.12), double_buffer's 2.6x as many and 13% slower
- * (README, "The order of the FMAs"). FMA_BY_ROWS keeps the row order where it measured
- * faster. */
+ * the same register bank and waits a cycle (ncu: "dispatch stall"). Row by row, hopper's
+ * and double_buffer's loops have more such FMAs and run slower. FMA_BY_ROWS keeps the row
+ * order where it measured faster. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
                                                const float (&b)[Cfg::TN])
@@ -126,8 +124,8 @@ __device__ __forceinline__ void sgemm_thread_origin(int tid, int *row, int *col)
  * same float), so reading and writing one float4 after the other (sgemm_store4, as step 6
  * does) waited for one trip to DRAM per float4: 32 trips in a row for hopper's 8x16
  * outputs, 128 on the element-by-element path of an odd N. With 32 loads in flight at a
- * time it is 4. Nothing when K is 4096 and the main loop takes a millisecond; most of the
- * kernel when K is 19 (the shape sweep's small-K products). */
+ * time it is 4. That matters little when K is large and the main loop dominates, and is
+ * most of the kernel when K is small (the shape sweep's small-K products). */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float alpha, float beta,
                                                  bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],

@@ -95,9 +95,9 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
     p.b_col = n0 + bn;
     /* Inside B's rows, not inside N: the columns N..ldb-1 of sgemm_best's padded B are
      * zeros, and a column past N only ever reaches the columns of C past N, which are never
-     * stored. So with a padded B a block on the right edge of C copies like any other
-     * (before, its threads past column N went 4 bytes at a time on every slice, and those
-     * blocks set the kernel's time: 2048 x 2047 x 2048 ran 9% longer on its slowest SM). */
+     * stored. So with a padded B a block on the right edge of C copies like any other,
+     * rather than 4 bytes at a time past column N on every slice (which would make those
+     * blocks the slowest, and the kernel's time theirs). */
     p.b_fast = b_vec && p.b_col + 3 < ldb;
     p.b_zero = ldb != N && b_vec && p.b_col >= ldb; /* (false at compile time where ldb is N) */
     return p;
@@ -195,7 +195,7 @@ __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan 
 
 /* How many k steps of a slice the fragment-pipelined loop unrolls at a time: all of them
  * (the default: one straight run of BK steps between barriers), or fewer for a shorter
- * loop body with the same slices (README, "4096³": the instruction-cache question). */
+ * loop body with the same slices (a smaller footprint in the instruction cache). */
 #ifndef SGEMM_K_UNROLL
 #define SGEMM_K_UNROLL 1024
 #endif

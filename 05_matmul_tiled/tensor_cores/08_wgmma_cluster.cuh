@@ -8,10 +8,7 @@
  *                         the shared memory of both blocks and counts its bytes on both
  *                         blocks' `full` barrier. A stage asks the L2 for 32 KB a block
  *                         instead of 48 KB: the aim is a third less traffic between the L2
- *                         and the SMs for the same arithmetic. Measured (README, step 8): as
- *                         fast as the persistent kernel within the spread of repeated runs,
- *                         and ncu's count of L2 bytes does not fall; what the multicast
- *                         saves, if anything, is still open.
+ *                         and the SMs for the same arithmetic.
  *
  * What a cluster changes against the single block:
  *   - a stage may only be refilled when the consumers of *both* blocks are done with it

@@ -3,14 +3,12 @@
  * (tensor_cores/common.cuh). They pick:
  *   - on a Hopper GPU with an sm_90a build, when TMA can describe A and Bt (16-byte row
  *     strides and bases): when the 128x256 tiles make at least half a wave (tiles >= SMs / 2),
- *     tc_wgmma_persistent up to 8 waves and tc_wgmma_ws beyond (measured on an H100: the
- *     persistent kernel's overlapped epilogue wins at 4096^3, 3.9 waves; at 8192^3, 15.5
- *     waves, the hardware's block scheduler, which hands the next tile to whichever SM
- *     frees first, beats the persistent kernel's fixed round-robin); below half a wave
- *     tc_wgmma_splitk (64x128 tiles, K split to fill the SMs). Where the two meet, measured
- *     on an H200: at 0.97 of a wave (2048^3) the persistent kernel gets 117% of cuBLAS and
- *     split-K 97%, at 0.73 (1536 x 2048 x 4096) 86% and 70%, at 0.48 (1024 x 2048 x 4096)
- *     66% and 67%, at 0.24 (1024 x 1024 x 8192) 41% and 73%;
+ *     tc_wgmma_persistent up to 8 waves and tc_wgmma_ws beyond (with a few waves the
+ *     persistent kernel's overlapped epilogue wins; with many, the hardware's block
+ *     scheduler, which hands the next tile to whichever SM frees first, beats the
+ *     persistent kernel's fixed round-robin); below half a wave tc_wgmma_splitk (64x128
+ *     tiles, K split to fill the SMs), which measured about as fast as the persistent
+ *     kernel at half a wave, faster below and slower above;
  *   - everywhere else (an older GPU, or K not a multiple of 8 for bf16 / 4 for tf32, or an
  *     unaligned pointer): tc_mma_pipeline, which takes any shape. */
 #ifndef CH05_TENSOR_CORES_BEST_CUH

@@ -143,8 +143,8 @@ __device__ __forceinline__ void tc_tma_load_multicast(void *dst, const CUtensorM
 
 /* An arrive on the mbarrier at `bar`'s offset in block `cta` of the cluster (itself or another),
  * with the default release.cta ordering: what it announces (wgmma's reads of a stage are
- * over) needs no fence, and a release at cluster scope costs a memory barrier (ncu: 9.4
- * cycles an instruction stalled on it, and a kernel 1.6x slower). */
+ * over) needs no fence, and a release at cluster scope costs a memory barrier that the
+ * warps stall on. */
 __device__ __forceinline__ void tc_mbar_arrive_cluster(uint64_t *bar, unsigned cta)
 {
     asm volatile("{\n"
