@@ -99,9 +99,9 @@
  *     sgemm_best(...)  same signature: runs each shape the way the model of any_shape/model.h
  *                      predicts fastest on this GPU: one of the tiles of hopper,
  *                      splitk_8x8, hopper_small, thin_m, thin_n or thin_n_8x8, split-K,
- *                      stream-K or neither, or
- *                      gemv for C of at most 8 rows, the rows that fill whole waves apart from the rest, B copied into
- *                      padded rows when N % 4 != 0 (see the chapter README's "Any shape").
+ *                      stream-K or neither, or gemv for C of at most 8 rows, the rows
+ *                      that fill whole waves apart from the rest, B copied into padded
+ *                      rows when N % 4 != 0 (see the chapter README's "Any shape").
  *                      Use this one. For the padded B it keeps one device buffer, made on
  *                      the first call that needs one (never during a graph capture) and
  *                      freed at exit.

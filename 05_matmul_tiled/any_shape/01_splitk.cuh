@@ -12,8 +12,8 @@
  * K = 1024: 4 blocks of 64x64) still puts about two blocks on every SM. The partial
  * products meet in C through atomicAdd, so the last bits of the result depend on the
  * order they arrive in: not bitwise reproducible from run to run. */
-static inline void sgemm_splitk(int M, int N, int K, float alpha, const float *A,
-                                const float *B, float beta, float *C)
+static inline void sgemm_splitk(int M, int N, int K, float alpha, const float *A, const float *B,
+                                float beta, float *C)
 {
     long long blocks = sgemm_blocks(M, N, SgemmSmallCfg::BM, SgemmSmallCfg::BN);
     long long want = (2LL * sgemm_sm_count() + blocks - 1) / blocks;
@@ -57,8 +57,8 @@ static inline int sgemm_splitk_8x8_splits(int M, int N, int K)
 static inline void sgemm_splitk_8x8(int M, int N, int K, float alpha, const float *A,
                                     const float *B, float beta, float *C)
 {
-    sgemm_pipelined_launch<SgemmSplitWideCfg, SGEMM_EPI_ATOMIC4>(
-        M, N, K, alpha, A, B, N, beta, C, sgemm_splitk_8x8_splits(M, N, K));
+    sgemm_pipelined_launch<SgemmSplitWideCfg, SGEMM_EPI_ATOMIC4>(M, N, K, alpha, A, B, N, beta, C,
+                                                                 sgemm_splitk_8x8_splits(M, N, K));
 }
 
 #endif

@@ -31,8 +31,7 @@
  * registers, and the fragment-pipelined loop fits without spills, which makes the stream-K
  * kernel faster. (In the plain and split-K kernels 3 blocks an SM would change their waves,
  * so they keep 4.) */
-template <typename Cfg>
-struct SgemmStreamkCfg : Cfg {
+template <typename Cfg> struct SgemmStreamkCfg : Cfg {
     static constexpr bool RETUNED = Cfg::THREADS == 128 && Cfg::TM * Cfg::TN == 64;
     static constexpr bool FRAG_PIPE = RETUNED || Cfg::FRAG_PIPE;
     static constexpr int MIN_BLOCKS = RETUNED ? 3 : Cfg::MIN_BLOCKS;
@@ -45,9 +44,10 @@ struct SgemmStreamkCfg : Cfg {
  * (tile, slice) pairs, tile t's slices being t * slices ... (t + 1) * slices - 1 and the
  * tiles in row-major order, tiles_n to a row. */
 template <typename Cfg, bool PITCHED_B = false>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, int ldb_arg, float *C,
-    bool b_vec, bool c_vec, int tiles_n, int slices, int total)
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+    sgemm_streamk_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                         int ldb_arg, float *C, bool b_vec, bool c_vec, int tiles_n, int slices,
+                         int total)
 {
     const int ldb = PITCHED_B ? ldb_arg : N;
     extern __shared__ float4 sgemm_dynamic_smem[];
@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
         float acc[Cfg::TM][Cfg::TN] = {{0.0f}};
         __syncthreads(); /* every warp is done with the last segment's stages */
         if (Cfg::FRAG_PIPE)
-            sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, ldb, K, first * Cfg::BK, count, acc, row, col);
+            sgemm_mainloop_frag_pipe<Cfg>(smem, plan, A, B, ldb, K, first * Cfg::BK, count, acc,
+                                          row, col);
         else
             sgemm_mainloop<Cfg>(smem, plan, A, B, ldb, K, first * Cfg::BK, count, acc, row, col);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -79,8 +80,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_streamk_k
 
 /* Blocks of the stream-K kernel that fit on one SM (sgemm_kernel_occupancy, which also sets
  * up its shared memory), asked of the kernel with SgemmStreamkCfg's configuration. */
-template <typename Cfg, bool PITCHED_B = false>
-static inline int sgemm_streamk_occupancy(void)
+template <typename Cfg, bool PITCHED_B = false> static inline int sgemm_streamk_occupancy(void)
 {
     typedef SgemmStreamkCfg<Cfg> SK;
     static int blocks = -1;
@@ -107,23 +107,26 @@ static inline void sgemm_streamk_run(int blocks, bool overlap, int M, int N, int
     typedef SgemmStreamkCfg<Cfg> SK;
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(SK::THREADS), cfg.dynamicSmemBytes = SK::SMEM_BYTES;
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(SK::THREADS);
+    cfg.dynamicSmemBytes = SK::SMEM_BYTES;
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr, cfg.numAttrs = overlap ? 1 : 0;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<SK, PITCHED_B>, M, N, K, alpha, A, B, ldb,
-                                  C, b_vec, c_vec, tiles_n, slices, total));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, sgemm_streamk_kernel<SK, PITCHED_B>, M, N, K, alpha, A, B,
+                                  ldb, C, b_vec, c_vec, tiles_n, slices, total));
 }
 
 /* C = beta * C first (unless beta == 1), then one block per slot of the GPU: SMs x the
  * kernel's blocks an SM, or fewer when the product has fewer (tile, slice) pairs. */
-template <typename Cfg>
-static inline void sgemm_streamk_launch(int M, int N, int K, float alpha, const float *A,
-                                        const float *B, int ldb, float beta, float *C, int)
+template <typename Cfg> static inline void sgemm_streamk_launch(int M, int N, int K, float alpha,
+                                                                const float *A, const float *B,
+                                                                int ldb, float beta, float *C, int)
 {
     int slices = sgemm_ceil_div(K, Cfg::BK), tiles_n = sgemm_ceil_div(N, Cfg::BN);
     long long total = (long long)sgemm_ceil_div(M, Cfg::BM) * tiles_n * slices;
-    int occupancy = ldb == N ? sgemm_streamk_occupancy<Cfg, false>() : sgemm_streamk_occupancy<Cfg, true>();
+    int occupancy =
+        ldb == N ? sgemm_streamk_occupancy<Cfg, false>() : sgemm_streamk_occupancy<Cfg, true>();
     if (total > INT_MAX || occupancy < 1) { /* past the kernel's int counters (65536^3 in small
                                                tiles), or no block fits: plain tiles */
         sgemm_pipelined_launch<Cfg>(M, N, K, alpha, A, B, ldb, beta, C, 1);

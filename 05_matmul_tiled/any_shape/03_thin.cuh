@@ -1,6 +1,7 @@
-/* Chapter 05, thin_m and thin_n: the pipelined kernel of fp32/09_double_buffer.cuh with tiles 32
- * wide in one direction, for C with few rows (thin_m: 32x128 tiles) or few columns
- * (thin_n: 128x32), and thin_n_8x8 (128x64, below). sgemm_best picks them through its model (any_shape/model.h).
+/* Chapter 05, thin_m and thin_n: the pipelined kernel of fp32/09_double_buffer.cuh with
+ * tiles 32 wide in one direction, for C with few rows (thin_m: 32x128 tiles) or few columns
+ * (thin_n: 128x32), and thin_n_8x8 (128x64, below). sgemm_best picks them through its model
+ * (model.h).
  *
  * Why: every other tile is at least 64 wide both ways, and a tile computes all of its
  * outputs whether C has them or not. On a 16 x 8192 C with K = 8192 a 64-row tile does 4x

@@ -1,5 +1,5 @@
 /* Chapter 05, gemv: C with at most 8 rows, a matrix-vector product (M = 1) or a few of them.
- * sgemm_best picks it through its model (any_shape/model.h) when M <= SGEMM_GEMV_ROWS.
+ * sgemm_best picks it through its model (model.h) when M <= SGEMM_GEMV_ROWS.
  *
  * Why: with M = 1 each element of B is used once, one FMA per 4 bytes read, so the product
  * can only go as fast as B streams from DRAM. A tiled kernel is the wrong tool there: its
@@ -25,30 +25,30 @@
 #include "05_matmul_tiled/any_shape/model.h" /* SGEMM_GEMV_ROWS, sgemm_model_gemv_splits */
 #include "05_matmul_tiled/any_shape/epilogue_splitk.cuh"
 
-#define SGEMM_GEMV_WARPS 8     /* k lanes of a block */
-#define SGEMM_GEMV_COLS 128    /* columns of a block: 32 lanes x 4 */
-#define SGEMM_GEMV_BATCH 4     /* k steps whose loads a thread has in flight together */
+#define SGEMM_GEMV_WARPS 8  /* k lanes of a block */
+#define SGEMM_GEMV_COLS 128 /* columns of a block: 32 lanes x 4 */
+#define SGEMM_GEMV_BATCH 4  /* k steps whose loads a thread has in flight together */
 
 /* The 4 outputs of one row, added into C (split: C already holds beta * C) or stored. */
-__device__ __forceinline__ void sgemm_gemv_out(float *C, int m, int n, int N, float alpha, float beta,
-                                               bool c_vec, bool split, float4 sum)
+__device__ __forceinline__ void sgemm_gemv_out(float *C, int m, int n, int N, float alpha,
+                                               float beta, bool c_vec, bool split, float4 sum)
 {
     float *p = C + (size_t)m * N + n;
     if (!split) {
         const float acc[4] = {sum.x, sum.y, sum.z, sum.w};
         sgemm_store4(C, m, n, m + 1, N, c_vec, alpha, beta, acc);
     } else if (c_vec && n + 3 < N) {
-        sgemm_atomic_add4(p, make_float4(alpha * sum.x, alpha * sum.y, alpha * sum.z, alpha * sum.w));
+        sgemm_atomic_add4(p,
+                          make_float4(alpha * sum.x, alpha * sum.y, alpha * sum.z, alpha * sum.w));
     } else {
         const float v[4] = {sum.x, sum.y, sum.z, sum.w};
         for (int q = 0; q < 4 && n + q < N; q++) atomicAdd(p + q, alpha * v[q]);
     }
 }
 
-template <int ROWS>
-__global__ void __launch_bounds__(32 * SGEMM_GEMV_WARPS)
-sgemm_gemv_kernel(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
-                  float *C, bool b_vec, bool c_vec, int k_range)
+template <int ROWS> __global__ void __launch_bounds__(32 * SGEMM_GEMV_WARPS)
+    sgemm_gemv_kernel(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
+                      float *C, bool b_vec, bool c_vec, int k_range)
 {
     __shared__ float4 part[SGEMM_GEMV_WARPS][32];
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -112,14 +112,17 @@ static inline void sgemm_gemv_rows(int M, int N, int K, float alpha, const float
     bool b_vec = N % 4 == 0 && sgemm_aligned16(B), c_vec = N % 4 == 0 && sgemm_aligned16(C);
     const int threads = 32 * SGEMM_GEMV_WARPS;
     if (M == 1)
-        sgemm_gemv_kernel<1><<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
+        sgemm_gemv_kernel<1>
+            <<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
     else if (M == 2)
-        sgemm_gemv_kernel<2><<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
+        sgemm_gemv_kernel<2>
+            <<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
     else if (M <= 4)
-        sgemm_gemv_kernel<4><<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
+        sgemm_gemv_kernel<4>
+            <<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
     else
-        sgemm_gemv_kernel<SGEMM_GEMV_ROWS><<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec,
-                                                              k_range);
+        sgemm_gemv_kernel<SGEMM_GEMV_ROWS>
+            <<<grid, threads>>>(M, N, K, alpha, A, B, beta, C, b_vec, c_vec, k_range);
     CHECK_LAUNCH();
 }
 

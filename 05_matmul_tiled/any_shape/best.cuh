@@ -1,13 +1,13 @@
 /* Chapter 05, sgemm_best: the launcher to call (chapter 07 does). For each shape it asks
- * the model of any_shape/model.h which way to run it is fastest on this GPU, and runs that:
+ * the model of model.h which way to run it is fastest on this GPU, and runs that:
  *   - one of six tiles of the pipelined kernel: hopper's 128x256, splitk_8x8's 64x128,
  *     hopper_small's 64x64, thin_m's 32x128, thin_n's 128x32 and thin_n_8x8's 128x64;
  *   - K split into ranges (split-K) when the tiles alone cannot fill the SMs, or, for a
- *     product with no more tiles than one round of the tile, stream-K (any_shape/02_streamk.cuh):
+ *     product with no more tiles than one round of the tile, stream-K (02_streamk.cuh):
  *     every slot gets the same number of k steps;
  *   - or two launches: the tile rows that fill whole waves of one tile, then the rows
  *     left over (the remainder wave) with whatever suits them;
- *   - gemv's untiled kernel for a C of at most 8 rows (any_shape/04_gemv.cuh);
+ *   - gemv's untiled kernel for a C of at most 8 rows (04_gemv.cuh);
  *   - and, before any of it, B copied into rows padded to a multiple of 4 floats when N is
  *     not one and the product is large enough to pay for the copy (16-byte copies of B).
  * The model needs the GPU's SM count, clock and memory bandwidth and each kernel's
@@ -28,22 +28,21 @@
 #include "05_matmul_tiled/any_shape/03_thin.cuh"
 
 /* One launch of tile t with `splits` K ranges: the launcher of each SGEMM_TILE_*. */
-typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float *A,
-                                  const float *B, int ldb, float beta, float *C, int splits);
+typedef void (*SgemmTileLauncher)(int M, int N, int K, float alpha, const float *A, const float *B,
+                                  int ldb, float beta, float *C, int splits);
 static const SgemmTileLauncher SGEMM_TILE_LAUNCHERS[SGEMM_NTILES] = {
     sgemm_pipelined_launch<SgemmHopperCfg>, sgemm_pipelined_launch<SgemmSplitWideCfg>,
-    sgemm_pipelined_launch<SgemmSmallCfg>, sgemm_pipelined_launch<SgemmThinMCfg>,
-    sgemm_pipelined_launch<SgemmThinNCfg>, sgemm_pipelined_launch<SgemmThinN8x8Cfg>};
+    sgemm_pipelined_launch<SgemmSmallCfg>,  sgemm_pipelined_launch<SgemmThinMCfg>,
+    sgemm_pipelined_launch<SgemmThinNCfg>,  sgemm_pipelined_launch<SgemmThinN8x8Cfg>};
 /* ... and with the stream-K schedule. */
 static const SgemmTileLauncher SGEMM_TILE_STREAMK_LAUNCHERS[SGEMM_NTILES] = {
     sgemm_streamk_launch<SgemmHopperCfg>, sgemm_streamk_launch<SgemmSplitWideCfg>,
-    sgemm_streamk_launch<SgemmSmallCfg>, sgemm_streamk_launch<SgemmThinMCfg>,
-    sgemm_streamk_launch<SgemmThinNCfg>, sgemm_streamk_launch<SgemmThinN8x8Cfg>};
+    sgemm_streamk_launch<SgemmSmallCfg>,  sgemm_streamk_launch<SgemmThinMCfg>,
+    sgemm_streamk_launch<SgemmThinNCfg>,  sgemm_streamk_launch<SgemmThinN8x8Cfg>};
 
 /* The tile's geometry as compiled (sweep.sh rebuilds hopper with other values), and the
  * blocks per SM of its unsplit, split and stream-K kernels. */
-template <typename Cfg>
-static inline void sgemm_best_tile(SgemmMachine *m, int t)
+template <typename Cfg> static inline void sgemm_best_tile(SgemmMachine *m, int t)
 {
     m->tiles[t] = SGEMM_TILES[t];
     m->tiles[t].bm = Cfg::BM, m->tiles[t].bn = Cfg::BN, m->tiles[t].bk = Cfg::BK;
@@ -135,8 +134,8 @@ static inline const float *sgemm_best_padded_b(const float *B, int K, int N, int
         sgemm_best_scratch_bytes[dev] = bytes;
     }
     size_t quads = (size_t)K * (ld / 4), blocks = (quads + 255) / 256;
-    sgemm_pad_rows_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256>>>(B, K, N,
-                                                                         sgemm_best_scratch[dev], ld);
+    sgemm_pad_rows_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256>>>(
+        B, K, N, sgemm_best_scratch[dev], ld);
     CHECK_LAUNCH();
     return sgemm_best_scratch[dev];
 }
@@ -160,8 +159,8 @@ static inline SgemmPlan sgemm_best_plan(int M, int N, int K, float beta, int b_a
             c->b_aligned == b_aligned)
             return c->plan;
     }
-    SgemmCachedPlan c = {M, N, K, beta_kind, b_aligned,
-                         sgemm_model_plan(sgemm_best_machine(), M, N, K, beta, b_aligned)};
+    SgemmPlan plan = sgemm_model_plan(sgemm_best_machine(), M, N, K, beta, b_aligned);
+    SgemmCachedPlan c = {M, N, K, beta_kind, b_aligned, plan};
     cache[next] = c;
     next = (next + 1) % SGEMM_BEST_CACHE;
     if (used < SGEMM_BEST_CACHE) used++;
@@ -176,8 +175,8 @@ static inline SgemmPlan sgemm_best_plan_for(int M, int N, int K, float beta, con
 
 /* Runs plan p for this shape: the model's (sgemm_best below), or another one a caller has
  * chosen for the same shape (chapter 07 times a few inside a CUDA graph: gemm_tune.cuh). */
-static inline void sgemm_best_run(const SgemmPlan *plan, int M, int N, int K, float alpha, const float *A,
-                                  const float *B, float beta, float *C)
+static inline void sgemm_best_run(const SgemmPlan *plan, int M, int N, int K, float alpha,
+                                  const float *A, const float *B, float beta, float *C)
 {
     SgemmPlan p = *plan;
     if (p.gemv_splits > 0) {
@@ -192,7 +191,8 @@ static inline void sgemm_best_run(const SgemmPlan *plan, int M, int N, int K, fl
     }
     if (p.top_rows > 0)
         SGEMM_TILE_LAUNCHERS[p.top.tile](p.top_rows, N, K, alpha, A, B, ldb, beta, C, 1);
-    const SgemmTileLauncher *rest = p.rest.streamk ? SGEMM_TILE_STREAMK_LAUNCHERS : SGEMM_TILE_LAUNCHERS;
+    const SgemmTileLauncher *rest =
+        p.rest.streamk ? SGEMM_TILE_STREAMK_LAUNCHERS : SGEMM_TILE_LAUNCHERS;
     rest[p.rest.tile](M - p.top_rows, N, K, alpha, A + (size_t)p.top_rows * K, B, ldb, beta,
                       C + (size_t)p.top_rows * N, p.rest.splits);
 }

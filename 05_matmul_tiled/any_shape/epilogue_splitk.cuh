@@ -2,7 +2,7 @@
  * and every layer's partial product is added into C (which already holds beta * C) with
  * atomics: one float at a time, or (sm_90) four neighbouring floats with one vector atomic.
  * fp32/09_double_buffer.cuh's kernel picks one of these as its epilogue (SGEMM_EPI_ATOMIC,
- * SGEMM_EPI_ATOMIC4); any_shape/01_splitk.cuh's versions run it. */
+ * SGEMM_EPI_ATOMIC4); 01_splitk.cuh's versions run it. */
 #ifndef CH05_ANY_SHAPE_EPILOGUE_SPLITK_CUH
 #define CH05_ANY_SHAPE_EPILOGUE_SPLITK_CUH
 
@@ -46,9 +46,8 @@ __device__ __forceinline__ void sgemm_atomic_add4(float *p, float4 v)
  * warp's atomics land on neighbouring floats. */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, float alpha,
-                                                       bool c_vec,
-                                                       float (&acc)[Cfg::TM][Cfg::TN], int m,
-                                                       int n)
+                                                       bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
+                                                       int m, int n)
 {
     int first = sgemm_rows_first<Cfg>(n), room = N - first; /* columns left in C */
 #pragma unroll
@@ -60,8 +59,9 @@ __device__ __forceinline__ void sgemm_tile_atomic_add4(float *C, int M, int N, f
             const float *a = &acc[i][4 * j];
             if (c_vec) {
                 if (r < M && c < N)
-                    sgemm_atomic_add4(C + (size_t)r * N + c, make_float4(alpha * a[0], alpha * a[1],
-                                                                         alpha * a[2], alpha * a[3]));
+                    sgemm_atomic_add4(
+                        C + (size_t)r * N + c,
+                        make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]));
                 continue;
             }
             float t[4];

@@ -17,15 +17,15 @@
  * in splitk_8x8's kernel, held to 128 registers for 4 blocks an SM, the same code made
  * ptxas spill, and the kernel slower, odd N or not; double_buffer's two slices of 8 are
  * too small to hold its tile. */
-template <typename Cfg>
-struct SgemmStagedFits {
+template <typename Cfg> struct SgemmStagedFits {
     static constexpr bool value =
         Cfg::MIN_BLOCKS == 1 && Cfg::BM * (Cfg::BN + 4) <= Cfg::STAGES * Cfg::STAGE_FLOATS;
 };
 
 template <typename Cfg>
-__device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, int M, int N, float alpha,
-                                                        float beta, float (&acc)[Cfg::TM][Cfg::TN])
+__device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, int M, int N,
+                                                        float alpha, float beta,
+                                                        float (&acc)[Cfg::TM][Cfg::TN])
 {
     /* the block's and this thread's place in C, from the indices */
     int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN, row, col;
@@ -61,7 +61,8 @@ __device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, i
         for (int q = 0; q < EPI_BATCH; q++) {
             int i = (i0 + q) * ROW_STEP;
             float v = alpha * src[i * LD];
-            if (col_ok && m0 + r0 + i < M) dst[(size_t)i * N] = beta != 0.0f ? v + beta * old[q] : v;
+            if (col_ok && m0 + r0 + i < M)
+                dst[(size_t)i * N] = beta != 0.0f ? v + beta * old[q] : v;
         }
     }
 }
@@ -73,10 +74,9 @@ __device__ __forceinline__ void sgemm_tile_store_staged(float *smem, float *C, i
  * and the tile fits, else from registers (sgemm_tile_store). Only the pitched kernel gets
  * the lane exchange: in the others, which also serve every even N, the same code made
  * ptxas schedule splitk_8x8's main loop differently, and slower. */
-template <typename Cfg, bool PITCHED_B>
-__device__ __forceinline__ void sgemm_tile_store_plain(float *smem, float *C, int M, int N, float alpha,
-                                                       float beta, bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
-                                                       int m0, int n0, int row, int col)
+template <typename Cfg, bool PITCHED_B> __device__ __forceinline__ void
+sgemm_tile_store_plain(float *smem, float *C, int M, int N, float alpha, float beta, bool c_vec,
+                       float (&acc)[Cfg::TM][Cfg::TN], int m0, int n0, int row, int col)
 {
     if constexpr (SgemmStagedFits<Cfg>::value) {
         if (PITCHED_B || !c_vec) {

@@ -1,7 +1,7 @@
 /* Chapter 05, the model sgemm_best chooses by: a predicted time for every way it can run a
  * shape, from the GPU's own numbers (SM count, clock, memory bandwidth, and each kernel's
  * blocks per SM as the CUDA runtime reports them) and one measured number per tile, its
- * efficiency. Plain C, no CUDA: any_shape/best.cuh fills in the GPU's numbers, and
+ * efficiency. Plain C, no CUDA: best.cuh fills in the GPU's numbers, and
  * tests/host/test_05_model.c checks the model's choices with gcc.
  *
  * WAVES. A kernel of bm x bn tiles with K cut into `splits` ranges runs
@@ -31,7 +31,7 @@
  * 4-byte ones: SGEMM_UNALIGNED_B of the efficiency, unless B is first copied into a
  * buffer with rows padded to SGEMM_PAD_LD floats (a copy of B through DRAM and a launch).
  *
- * GEMV. A C of at most SGEMM_GEMV_ROWS rows can also run untiled (any_shape/04_gemv.cuh): B
+ * GEMV. A C of at most SGEMM_GEMV_ROWS rows can also run untiled (04_gemv.cuh): B
  * streamed once, M FMAs per float of it, far below the FMA peak, so the time is that of
  * moving A, B and C through DRAM at SGEMM_GEMV_DRAM_SHARE of the peak, plus a fixed
  * SGEMM_GEMV_FIXED_US, plus split-K's atomics and C = beta * C pass when K is cut into
@@ -44,7 +44,7 @@
  * few tile rows over every SM). The two launches run one after the other.
  *
  * STREAM-K. For a product with no more tiles than the tile's plain kernel runs in one
- * round, each tile's stream-K launch (any_shape/02_streamk.cuh: one block a slot, each an equal
+ * round, each tile's stream-K launch (02_streamk.cuh: one block a slot, each an equal
  * run of all the tiles' K slices) is priced too, and taken where it beats the split-K plan
  * (sgemm_model_part_us, sgemm_model_best_part). */
 #ifndef CH05_ANY_SHAPE_MODEL_H
@@ -80,8 +80,15 @@ typedef struct {
  * - thin_n_8x8 (128x64, 8x8 outputs a thread, 4 warps): splitk_8x8's tile on its side, fit
  *   to one shape (5224 x 56 x 7391), which leaves C with 16 and 27 columns to thin_n, where
  *   it measured faster; one shape, so still `guessed`. */
-enum { SGEMM_TILE_HOPPER, SGEMM_TILE_WIDE, SGEMM_TILE_SMALL, SGEMM_TILE_THIN_M,
-       SGEMM_TILE_THIN_N, SGEMM_TILE_THIN_N_8X8, SGEMM_NTILES };
+enum {
+    SGEMM_TILE_HOPPER,
+    SGEMM_TILE_WIDE,
+    SGEMM_TILE_SMALL,
+    SGEMM_TILE_THIN_M,
+    SGEMM_TILE_THIN_N,
+    SGEMM_TILE_THIN_N_8X8,
+    SGEMM_NTILES
+};
 static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
     {"hopper", "hopper split-K", 128, 256, 32, 8, 0.81, 512, 0},
     {"splitk_8x8", "splitk_8x8", 64, 128, 16, 4, 0.70, 32, 0},
@@ -118,17 +125,17 @@ static const SgemmTile SGEMM_TILES[SGEMM_NTILES] = {
 /* What the model knows of the GPU. */
 typedef struct {
     int sms;
-    double fma_per_us;        /* one SM's peak: FMA lanes x clock, per microsecond */
-    double dram_bytes_per_us; /* peak memory bandwidth */
-    double launch_us;         /* what one more launch in a row costs (sgemm_best_machine) */
-    SgemmTile tiles[SGEMM_NTILES];     /* SGEMM_TILES, with the geometry as compiled */
-    int occupancy[SGEMM_NTILES];       /* blocks per SM of each tile's kernel (0: cannot run) */
-    int split_occupancy[SGEMM_NTILES]; /* the same for its split-K kernel */
-    int streamk_occupancy[SGEMM_NTILES]; /* and for its stream-K kernel (0: none) */
+    double fma_per_us;                   /* one SM's peak: FMA lanes x clock, per microsecond */
+    double dram_bytes_per_us;            /* peak memory bandwidth */
+    double launch_us;                    /* what one more launch costs (sgemm_best_machine) */
+    SgemmTile tiles[SGEMM_NTILES];       /* SGEMM_TILES, with the geometry as compiled */
+    int occupancy[SGEMM_NTILES];         /* blocks per SM of each tile's kernel (0: cannot run) */
+    int split_occupancy[SGEMM_NTILES];   /* the same for its split-K kernel */
+    int streamk_occupancy[SGEMM_NTILES]; /* its stream-K kernel's (0: none) */
 } SgemmMachine;
 
 /* One launch: rows of C run with one tile and a split count, or (streamk) with the tile's
- * stream-K kernel, which deals out k steps rather than tiles (any_shape/02_streamk.cuh). */
+ * stream-K kernel, which deals out k steps rather than tiles (02_streamk.cuh). */
 typedef struct {
     int tile, splits, streamk;
     double us;
@@ -136,7 +143,8 @@ typedef struct {
 
 /* What sgemm_best runs: rows [0, top_rows) with `top` (no split), the rest with `rest`
  * (top_rows == 0: all of C with `rest`), after copying B into padded rows if pack_b; or,
- * if gemv_splits > 0, none of that but any_shape/04_gemv.cuh's kernel with K in that many ranges. */
+ * if gemv_splits > 0, none of that but 04_gemv.cuh's kernel with K in that many
+ * ranges. */
 typedef struct {
     int top_rows;
     SgemmPart top, rest;
@@ -151,7 +159,10 @@ static inline long long sgemm_model_ceil(long long a, long long b) { return (a +
  * least that allows 16-byte copies. (Rounded up to 32, every row on a 128-byte line, made
  * no measurable difference.) */
 #define SGEMM_PAD_LD 4
-static inline int sgemm_padded_ld(int N) { return (int)sgemm_model_ceil(N, SGEMM_PAD_LD) * SGEMM_PAD_LD; }
+static inline int sgemm_padded_ld(int N)
+{
+    return (int)sgemm_model_ceil(N, SGEMM_PAD_LD) * SGEMM_PAD_LD;
+}
 
 /* The busiest SM's work in block times, for `blocks` blocks of `warps` warps with up to
  * `occ` of them on an SM (see WAVES above). */
@@ -176,7 +187,9 @@ static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, in
                                          int b_fast)
 {
     const SgemmTile *tile = &m->tiles[t];
-    int occ = streamk ? m->streamk_occupancy[t] : splits > 1 ? m->split_occupancy[t] : m->occupancy[t];
+    int occ = streamk      ? m->streamk_occupancy[t]
+              : splits > 1 ? m->split_occupancy[t]
+                           : m->occupancy[t];
     long long slices = sgemm_model_ceil(K, tile->bk);
     long long tiles = sgemm_model_ceil(M, tile->bm) * sgemm_model_ceil(N, tile->bn), blocks;
     double per_block, segments = 1.0, sums; /* slices and tiles a block works on, sums an output */
@@ -192,15 +205,15 @@ static inline double sgemm_model_part_us(const SgemmMachine *m, int t, int M, in
         blocks = tiles * splits, per_block = (double)per_range, sums = splits;
     }
     double eff = tile->efficiency * (b_fast ? 1.0 : SGEMM_UNALIGNED_B);
-    double block_us = (double)tile->bm * tile->bn * (per_block * tile->bk + segments * tile->fixed_k) /
-                      (m->fma_per_us * eff);
+    double block_us = (double)tile->bm * tile->bn *
+                      (per_block * tile->bk + segments * tile->fixed_k) / (m->fma_per_us * eff);
     double compute = (double)sgemm_model_block_times(blocks, m->sms, occ, tile->warps) * block_us;
     double mn = (double)M * N;
     double bytes = 4.0 * ((double)M * K + (double)K * N + mn * (beta_zero ? 1.0 : 2.0));
     double memory = bytes / m->dram_bytes_per_us;
     double us = compute > memory ? compute : memory;
     if (sums > 1.0) {
-        us += 4.0 * mn * sums / m->dram_bytes_per_us;                /* the atomics */
+        us += 4.0 * mn * sums / m->dram_bytes_per_us;                        /* the atomics */
         if (!beta_one) us += m->launch_us + 8.0 * mn / m->dram_bytes_per_us; /* beta * C */
     }
     return us;
@@ -245,7 +258,8 @@ static inline SgemmPart sgemm_model_best_part(const SgemmMachine *m, int M, int 
                     const SgemmTile *b = &m->tiles[best.tile];
                     int area = tile->bm * tile->bn, best_area = b->bm * b->bn;
                     if (area < best_area) continue;
-                    if (area == best_area && (s > best.splits || (s == best.splits && rank >= best_rank)))
+                    if (area == best_area &&
+                        (s > best.splits || (s == best.splits && rank >= best_rank)))
                         continue;
                 }
                 best.tile = t, best.splits = s, best.us = us, best_rank = rank;
@@ -303,7 +317,7 @@ static inline SgemmPlan sgemm_model_plan_for(const SgemmMachine *m, int M, int N
 }
 
 /* gemv's K ranges for an N x K B: about 16 of its 128-column blocks per SM, each range at
- * least 64 k long (any_shape/04_gemv.cuh launches exactly this many). */
+ * least 64 k long (04_gemv.cuh launches exactly this many). */
 static inline int sgemm_model_gemv_splits(int N, int K, int sms)
 {
     long long col_blocks = sgemm_model_ceil(N, 128);
@@ -356,14 +370,16 @@ static inline SgemmPlan sgemm_model_plan(const SgemmMachine *m, int M, int N, in
 }
 
 /* "hopper" or "hopper x 3960 rows + splitk_8x8 (s=2)": what a plan runs, for the bench. */
-static inline const char *sgemm_model_describe(const SgemmMachine *m, const SgemmPlan *p,
-                                              char *buf, int len)
+static inline const char *sgemm_model_describe(const SgemmMachine *m, const SgemmPlan *p, char *buf,
+                                               int len)
 {
     const SgemmTile *r = &m->tiles[p->rest.tile];
     int used = 0;
     if (p->gemv_splits > 0) {
-        if (p->gemv_splits > 1) snprintf(buf, len, "gemv with %d splits", p->gemv_splits);
-        else snprintf(buf, len, "gemv");
+        if (p->gemv_splits > 1)
+            snprintf(buf, len, "gemv with %d splits", p->gemv_splits);
+        else
+            snprintf(buf, len, "gemv");
         return buf;
     }
     if (p->pack_b) used += snprintf(buf + used, len - used, "pack B, ");

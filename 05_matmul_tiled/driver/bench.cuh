@@ -91,7 +91,10 @@ static float time_within_budget(TimedFn run, void *ctx, int max_reps)
     return time_median_ms(run, ctx, warm, reps);
 }
 
-static double tflops(Shape s, double ms) { return 2.0 * s.M * s.N * (double)s.K / (ms * 1e-3) / 1e12; }
+static double tflops(Shape s, double ms)
+{
+    return 2.0 * s.M * s.N * (double)s.K / (ms * 1e-3) / 1e12;
+}
 
 /* Every time this run measured, for the summaries that look across shapes (the shape
  * sweep's, shape_sweep.cuh). */
@@ -171,8 +174,10 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, const
     bench_log_add(s, cublas->name, cublas_ms);
     double ceiling = tflops(s, cublas_ms);
     char title[160];
-    snprintf(title, sizeof title, "sgemm %s: TFLOP/s = 2MNK / time; ceiling = cuBLAS SGEMM fp32 "
-             "(%d buffer sets)", size, b.sets.nsets);
+    snprintf(title, sizeof title,
+             "sgemm %s: TFLOP/s = 2MNK / time; ceiling = cuBLAS SGEMM fp32 "
+             "(%d buffer sets)",
+             size, b.sets.nsets);
     table_header(title);
     double base_ms = 0.0;
     for (int v = 0; v < count - 1; v++) {
@@ -187,12 +192,12 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, const
         bench_log_add(s, versions[v].name, ms);
         if (last_ms) last_ms[v] = ms;
         if (v == 0) base_ms = ms;
-        BenchRow r = {versions[v].name, versions[v].role, size, ms, tflops(s, ms), "TFLOP/s",
-                      cublas->name, ceiling};
+        BenchRow r = {versions[v].name, versions[v].role, size,         ms,
+                      tflops(s, ms),    "TFLOP/s",        cublas->name, ceiling};
         report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
-    BenchRow c = {cublas->name, cublas->role, size, cublas_ms, ceiling, "TFLOP/s", cublas->name,
-                  ceiling};
+    BenchRow c = {cublas->name, cublas->role, size,         cublas_ms,
+                  ceiling,      "TFLOP/s",    cublas->name, ceiling};
     report_row(o->csv, info->name, CHAPTER, &c, base_ms);
     operand_sets_free(&b.sets);
 }

@@ -45,22 +45,23 @@ static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const
 static void gemm_cublas_ex(int M, int N, int K, float alpha, const void *A, const void *Bt,
                            cudaDataType type, cublasComputeType_t compute, float beta, float *C)
 {
-    cublasStatus_t st = cublasGemmEx(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, Bt, type, K,
-                                     A, type, K, &beta, C, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t st =
+        cublasGemmEx(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, Bt, type, K, A,
+                     type, K, &beta, C, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasGemmEx failed (status %d)\n", (int)st);
         exit(1);
     }
 }
 
-static void gemm_cublas_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
-                             float *C)
+static void gemm_cublas_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
+                             float beta, float *C)
 {
     gemm_cublas_ex(M, N, K, alpha, A, Bt, CUDA_R_16BF, CUBLAS_COMPUTE_32F, beta, C);
 }
 
-static void gemm_cublas_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt, float beta,
-                             float *C)
+static void gemm_cublas_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
+                             float beta, float *C)
 {
     gemm_cublas_ex(M, N, K, alpha, A, Bt, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, beta, C);
 }

@@ -113,14 +113,16 @@ static int check_two_passes(const char *name, Shape s, RunInto run, void *ctx, f
     int failures = 0;
     for (int pass = 0; pass < 2; pass++) {
         float beta = pass ? BETA : 0.0f;
-        if (pass) CUDA_CHECK(cudaMemcpy(dC, C0, c_bytes, cudaMemcpyHostToDevice));
-        else poison_device(dC, c_bytes);
+        if (pass)
+            CUDA_CHECK(cudaMemcpy(dC, C0, c_bytes, cudaMemcpyHostToDevice));
+        else
+            poison_device(dC, c_bytes);
         run(ctx, beta, dC);
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(C, dC, c_bytes, cudaMemcpyDeviceToHost));
         snprintf(what, sizeof what, "%s beta=%g", name, beta);
-        failures += !report_check(what, size,
-                                  sampled_error(s, C, ref, pass ? ref->ref_beta : ref->ref_zero, picked), tol);
+        double err = sampled_error(s, C, ref, pass ? ref->ref_beta : ref->ref_zero, picked);
+        failures += !report_check(what, size, err, tol);
     }
     return failures;
 }
@@ -168,14 +170,20 @@ static int check_shape(const Options *o, Shape s, const Version *versions, int c
         if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
         if (v == count - 1 && !check_ceiling_here(s)) continue;
         Fp32Run run = {versions[v].launch, s, dA, dB};
-        failures += check_two_passes(versions[v].name, s, run_fp32, &run, dC, C0, C, &ref, picked, tol);
+        failures +=
+            check_two_passes(versions[v].name, s, run_fp32, &run, dC, C0, C, &ref, picked, tol);
     }
-    if (ref.nrows < s.M) printf("       (%dx%dx%d: %d of %d rows compared)\n", s.M, s.N, s.K, ref.nrows, s.M);
+    if (ref.nrows < s.M)
+        printf("       (%dx%dx%d: %d of %d rows compared)\n", s.M, s.N, s.K, ref.nrows, s.M);
     CUDA_CHECK(cudaFree(dA));
     CUDA_CHECK(cudaFree(dB));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
-    free(picked); free(A); free(B); free(C0); free(C);
+    free(picked);
+    free(A);
+    free(B);
+    free(C0);
+    free(C);
     return failures;
 }
 

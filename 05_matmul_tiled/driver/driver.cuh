@@ -8,7 +8,9 @@
 #include "common/cli.h"
 #include "05_matmul_tiled/fp32/00_common.cuh"
 
-typedef struct { int M, N, K; } Shape;
+typedef struct {
+    int M, N, K;
+} Shape;
 
 static Shape shape_of(const ProblemSize *s)
 {

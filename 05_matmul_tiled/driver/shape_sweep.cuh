@@ -21,8 +21,9 @@
 
 /* What the sweep checks (the versions sgemm_best runs, itself, cuBLAS on the large
  * shapes) and what it times. */
-static const char *const SWEEP_CHECKED[] = {"hopper", "hopper_small", "splitk", "splitk_8x8",
-                                            "streamk", "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas"};
+static const char *const SWEEP_CHECKED[] = {"hopper",  "hopper_small", "splitk", "splitk_8x8",
+                                            "streamk", "thin_m",       "thin_n", "thin_n_8x8",
+                                            "gemv",    "best",         "cublas"};
 static const char *const SWEEP_TIMED[] = {"hopper", "best", "cublas"};
 #define SWEEP_NAMES(a) (int)(sizeof a / sizeof a[0])
 
@@ -77,8 +78,9 @@ static int check_sweep(const Options *o, const Version *versions, int count)
 static int sweep_superseded(int i)
 {
     for (int j = i + 1; j < bench_log_count; j++)
-        if (!strcmp(bench_log[j].kernel, bench_log[i].kernel) && bench_log[j].s.M == bench_log[i].s.M &&
-            bench_log[j].s.N == bench_log[i].s.N && bench_log[j].s.K == bench_log[i].s.K)
+        if (!strcmp(bench_log[j].kernel, bench_log[i].kernel) &&
+            bench_log[j].s.M == bench_log[i].s.M && bench_log[j].s.N == bench_log[i].s.N &&
+            bench_log[j].s.K == bench_log[i].s.K)
             return 1;
     return 0;
 }
@@ -118,8 +120,9 @@ static void sweep_summary_line(const char *kernel, int large_only)
     if (n == 0) return;
     char size[48];
     printf("  %-7s %-16s %3d shapes: geometric mean %6.1f%% of cuBLAS, worst %6.1f%% (%s), "
-           "%d below 90%%, %d below 50%%\n", kernel, large_only ? "M*N*K >= 2^30" : "all", n,
-           geomean, worst, shape_str(w, size, sizeof size), below90, below50);
+           "%d below 90%%, %d below 50%%\n",
+           kernel, large_only ? "M*N*K >= 2^30" : "all", n, geomean, worst,
+           shape_str(w, size, sizeof size), below90, below50);
 }
 
 /* Times best, hopper and cuBLAS on every sweep shape not timed yet, then the summary. */
@@ -131,7 +134,8 @@ static void bench_sweep(const Options *o, const DeviceInfo *info, const Version 
     Version table[64];
     int t = sweep_versions(o, versions, count, SWEEP_TIMED, SWEEP_NAMES(SWEEP_TIMED), table);
     printf("\nshape sweep (seed %llu): %d shapes; best, hopper and cuBLAS on each one this run "
-           "has not timed yet\n", o->seed, n);
+           "has not timed yet\n",
+           o->seed, n);
     double ratio_log = 0.0;
     int ratios = 0;
     for (int i = 0; i < n; i++) {
@@ -156,7 +160,8 @@ static void bench_sweep(const Options *o, const DeviceInfo *info, const Version 
     sweep_summary_line("hopper", 1);
     if (ratios)
         printf("  the model: best's measured time / predicted time, geometric mean over the "
-               "sweep's %d shapes with M*N*K >= 2^30: %.2f\n", ratios, exp(ratio_log / ratios));
+               "sweep's %d shapes with M*N*K >= 2^30: %.2f\n",
+               ratios, exp(ratio_log / ratios));
 }
 
 #endif

@@ -46,7 +46,8 @@ static inline int sweep_shapes(unsigned long long seed, int shapes[][3])
     for (int small = 0; small < 3; small++) /* the dimension that is small: M, N, K */
         for (int i = 0; i < SWEEP_PER_SMALL_DIM; i++, n++)
             for (int d = 0; d < 3; d++)
-                shapes[n][d] = d == small ? sweep_draw(&state, 16, 128) : sweep_draw(&state, 1024, 8192);
+                shapes[n][d] =
+                    d == small ? sweep_draw(&state, 16, 128) : sweep_draw(&state, 1024, 8192);
     for (int i = 0; i < SWEEP_RANDOM; i++, n++)
         for (int d = 0; d < 3; d++) shapes[n][d] = sweep_draw(&state, 1, 8192);
     return n;

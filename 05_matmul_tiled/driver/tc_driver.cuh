@@ -15,7 +15,8 @@
 
 #include "05_matmul_tiled/driver/bench.cuh"
 #include "05_matmul_tiled/driver/check.cuh"
-#include "05_matmul_tiled/any_shape/best.cuh" /* sgemm_best: the fp32 product of the precision report */
+/* sgemm_best: the fp32 product of the precision report */
+#include "05_matmul_tiled/any_shape/best.cuh"
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
@@ -52,7 +53,8 @@ template <typename T> static T *tc_random(size_t n, unsigned long long seed)
 }
 
 /* The ProductRow of the tensor-core versions: acc[n] = sum over k of A[row][k] Bt[n][k]. */
-template <typename T> static void tc_product_row(Shape s, const void *A_, const void *Bt_, int row, double *acc)
+template <typename T>
+static void tc_product_row(Shape s, const void *A_, const void *Bt_, int row, double *acc)
 {
     const T *a = (const T *)A_ + (size_t)row * s.K, *Bt = (const T *)Bt_;
     double *ar = (double *)xmalloc(sizeof(double) * (size_t)s.K);
@@ -67,7 +69,8 @@ template <typename T> static void tc_product_row(Shape s, const void *A_, const 
 }
 
 /* NULL when version v can run on this shape and these pointers, else why not. */
-template <typename T> static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, const T *Bt)
+template <typename T>
+static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, const T *Bt)
 {
     if (!v->hopper) return NULL;
     const char *why = tc_wgmma_unavailable();
@@ -121,14 +124,18 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
             continue;
         }
         TcRun<T> run = {&versions[v], s, dA, dB};
-        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref, picked,
-                                     tc_tolerance(s.K));
+        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
+                                     picked, tc_tolerance(s.K));
     }
     CUDA_CHECK(cudaFree(dA));
     CUDA_CHECK(cudaFree(dB));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
-    free(picked); free(A); free(Bt); free(C0); free(C);
+    free(picked);
+    free(A);
+    free(Bt);
+    free(C0);
+    free(C);
     return failures;
 }
 
@@ -149,7 +156,8 @@ static void tc_precision_report(unsigned long long seed)
     fill_uniform(B, n, -1.0f, 1.0f, seed + 1);
     for (int k = 0; k < s.K; k++)
         for (int j = 0; j < s.N; j++) Bt[(size_t)j * s.K + k] = B[(size_t)k * s.N + j];
-    for (size_t i = 0; i < n; i++) A16[i] = __float2bfloat16(A[i]), Bt16[i] = __float2bfloat16(Bt[i]);
+    for (size_t i = 0; i < n; i++)
+        A16[i] = __float2bfloat16(A[i]), Bt16[i] = __float2bfloat16(Bt[i]);
     Reference ref;
     build_reference(s, cpu_product_row, A, B, C0, 1.0f, 0.0f, &ref);
     float *d[5];
@@ -161,12 +169,14 @@ static void tc_precision_report(unsigned long long seed)
     CUDA_CHECK(cudaMemcpy(d[4], Bt16, n * sizeof(bf16), cudaMemcpyHostToDevice));
     float *dC;
     CUDA_CHECK(cudaMalloc(&dC, n * sizeof(float)));
-    printf("\nwhat the input type costs (%dx%dx%d, uniform [-1, 1) inputs, normwise error against the\n"
-           "double-precision product of the unrounded inputs):\n", s.M, s.N, s.K);
+    printf("\nwhat the input type costs (%dx%dx%d, uniform [-1, 1) inputs, normwise error "
+           "against the\ndouble-precision product of the unrounded inputs):\n",
+           s.M, s.N, s.K);
     for (int p = 0; p < 3; p++) {
         if (p == 0) sgemm_best(s.M, s.N, s.K, 1.0f, d[0], d[1], 0.0f, dC);
         if (p == 1) tc_best_tf32(s.M, s.N, s.K, 1.0f, d[0], d[2], 0.0f, dC);
-        if (p == 2) tc_best_bf16(s.M, s.N, s.K, 1.0f, (const bf16 *)d[3], (const bf16 *)d[4], 0.0f, dC);
+        if (p == 2)
+            tc_best_bf16(s.M, s.N, s.K, 1.0f, (const bf16 *)d[3], (const bf16 *)d[4], 0.0f, dC);
         CUDA_CHECK(cudaMemcpy(C, dC, n * sizeof(float), cudaMemcpyDeviceToHost));
         printf("  %-5s %.2e\n", p == 0 ? "fp32" : (p == 1 ? "tf32" : "bf16"),
                sampled_error(s, C, &ref, ref.ref_zero, picked));
@@ -174,7 +184,14 @@ static void tc_precision_report(unsigned long long seed)
     for (int i = 0; i < 5; i++) CUDA_CHECK(cudaFree(d[i]));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
-    free(A); free(B); free(Bt); free(C0); free(C); free(picked); free(A16); free(Bt16);
+    free(A);
+    free(B);
+    free(Bt);
+    free(C0);
+    free(C);
+    free(picked);
+    free(A16);
+    free(Bt16);
 }
 
 /* ------------------------------------------------------------------ bench */
@@ -189,14 +206,13 @@ template <typename T> static void tc_run_timed(void *p)
 {
     TcBenchCtx<T> *b = (TcBenchCtx<T> *)p;
     int i = operand_sets_next(&b->sets);
-    b->v->launch(b->s.M, b->s.N, b->s.K, ALPHA, (const T *)b->sets.A[i], (const T *)b->sets.B[i], BETA,
-                 (float *)b->sets.C[i]);
+    b->v->launch(b->s.M, b->s.N, b->s.K, ALPHA, (const T *)b->sets.A[i], (const T *)b->sets.B[i],
+                 BETA, (float *)b->sets.C[i]);
 }
 
 /* Times every selected version of one table on one shape against the table's ceiling. */
-template <typename T>
-static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s, const TcVersion<T> *versions,
-                           int count)
+template <typename T> static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s,
+                                                 const TcVersion<T> *versions, int count)
 {
     char size[48], title[200];
     shape_str(s, size, sizeof size);
@@ -206,18 +222,24 @@ static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s, co
     fill_uniform(C, c_n, -1.0f, 1.0f, o->seed + 2);
     TcBenchCtx<T> b;
     b.s = s;
-    operand_sets_alloc(&b.sets, info, A, a_n * sizeof(T), Bt, b_n * sizeof(T), C, c_n * sizeof(float));
-    free(A); free(Bt); free(C);
+    operand_sets_alloc(&b.sets, info, A, a_n * sizeof(T), Bt, b_n * sizeof(T), C,
+                       c_n * sizeof(float));
+    free(A);
+    free(Bt);
+    free(C);
     const TcVersion<T> *ceiling = &versions[count - 1];
     b.v = ceiling;
     float ceiling_ms = time_within_budget(tc_run_timed<T>, &b, o->reps);
-    snprintf(title, sizeof title, "%s GEMM %s (A and Bt, fp32 accumulation): TFLOP/s = 2MNK / time; "
-             "ceiling = %s (%d buffer sets)", TcHost<T>::name(), size, ceiling->name, b.sets.nsets);
+    snprintf(title, sizeof title,
+             "%s GEMM %s (A and Bt, fp32 accumulation): TFLOP/s = 2MNK / time; "
+             "ceiling = %s (%d buffer sets)",
+             TcHost<T>::name(), size, ceiling->name, b.sets.nsets);
     table_header(title);
     double base_ms = 0.0;
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name) && v != count - 1) continue;
-        const char *why = tc_version_refusal(&versions[v], s.K, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
+        const char *why =
+            tc_version_refusal(&versions[v], s.K, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
         if (why) {
             printf("%-24s skipped: %s\n", versions[v].name, why);
             continue;
@@ -225,8 +247,8 @@ static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s, co
         b.v = &versions[v];
         float ms = v == count - 1 ? ceiling_ms : time_within_budget(tc_run_timed<T>, &b, o->reps);
         if (base_ms == 0.0) base_ms = ms;
-        BenchRow r = {versions[v].name, versions[v].role, size, ms, tflops(s, ms), "TFLOP/s", ceiling->name,
-                      tflops(s, ceiling_ms)};
+        BenchRow r = {versions[v].name, versions[v].role, size,          ms,
+                      tflops(s, ms),    "TFLOP/s",        ceiling->name, tflops(s, ceiling_ms)};
         report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
     operand_sets_free(&b.sets);

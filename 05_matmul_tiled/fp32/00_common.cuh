@@ -87,7 +87,8 @@ __device__ __forceinline__ float4 sgemm_load4(const float *base, int row, int co
 
 /* Writes the 4 neighbouring outputs v of row m from column n: one 16-byte store when
  * allowed, else element by element inside the matrix. */
-__device__ __forceinline__ void sgemm_write4(float *C, int m, int n, int M, int N, bool vec, float4 v)
+__device__ __forceinline__ void sgemm_write4(float *C, int m, int n, int M, int N, bool vec,
+                                             float4 v)
 {
     if (m >= M) return;
     float *c = C + (size_t)m * N + n;
@@ -100,7 +101,8 @@ __device__ __forceinline__ void sgemm_write4(float *C, int m, int n, int M, int 
 }
 
 /* alpha * acc[0..3] + beta * old (old not used when beta == 0: it may be garbage). */
-__device__ __forceinline__ float4 sgemm_axpby4(float alpha, const float *acc, float beta, float4 old)
+__device__ __forceinline__ float4 sgemm_axpby4(float alpha, const float *acc, float beta,
+                                               float4 old)
 {
     float4 v = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
     if (beta != 0.0f) {

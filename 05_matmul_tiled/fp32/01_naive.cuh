@@ -10,8 +10,8 @@
 /* 1. naive: thread (x, y) of a 32x32 block computes C[m][n] with m from threadIdx.x. The
  * 32 threads of a warp have 32 different m, so each load of A touches 32 rows K floats
  * apart (32 sectors for 128 useful bytes) and each store of C 32 rows apart. */
-__global__ void sgemm_naive_kernel(int M, int N, int K, float alpha, const float *A,
-                                   const float *B, float beta, float *C)
+__global__ void sgemm_naive_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                                   float beta, float *C)
 {
     int m = blockIdx.x * blockDim.x + threadIdx.x;
     int n = blockIdx.y * blockDim.y + threadIdx.y;

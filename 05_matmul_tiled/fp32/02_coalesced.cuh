@@ -20,8 +20,8 @@ __global__ void sgemm_coalesced_kernel(int M, int N, int K, float alpha, const f
     *c = sgemm_axpby(alpha, acc, beta, c);
 }
 
-static inline void sgemm_coalesced(int M, int N, int K, float alpha, const float *A,
-                                   const float *B, float beta, float *C)
+static inline void sgemm_coalesced(int M, int N, int K, float alpha, const float *A, const float *B,
+                                   float beta, float *C)
 {
     dim3 block(32, 32), grid(sgemm_ceil_div(N, 32), sgemm_ceil_div(M, 32));
     sgemm_coalesced_kernel<<<grid, block>>>(M, N, K, alpha, A, B, beta, C);

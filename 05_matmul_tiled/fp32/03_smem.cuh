@@ -10,8 +10,8 @@
  * Out-of-range elements are loaded as zeros, which adds nothing to the sums. */
 #define SGEMM_SMEM_TILE 32
 
-__global__ void sgemm_smem_kernel(int M, int N, int K, float alpha, const float *A,
-                                  const float *B, float beta, float *C)
+__global__ void sgemm_smem_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                                  float beta, float *C)
 {
     __shared__ float As[SGEMM_SMEM_TILE][SGEMM_SMEM_TILE];
     __shared__ float Bs[SGEMM_SMEM_TILE][SGEMM_SMEM_TILE];

@@ -13,9 +13,9 @@
 #define SGEMM_1D_BK 8
 #define SGEMM_1D_TM 8
 
-__global__ void __launch_bounds__(512) sgemm_blocktile_1d_kernel(int M, int N, int K, float alpha,
-                                                                 const float *A, const float *B,
-                                                                 float beta, float *C)
+__global__ void __launch_bounds__(512)
+    sgemm_blocktile_1d_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                              float beta, float *C)
 {
     __shared__ float As[SGEMM_1D_BM][SGEMM_1D_BK];
     __shared__ float Bs[SGEMM_1D_BK][SGEMM_1D_BN];
@@ -52,8 +52,8 @@ static inline void sgemm_blocktile_1d(int M, int N, int K, float alpha, const fl
                                       const float *B, float beta, float *C)
 {
     dim3 grid(sgemm_ceil_div(N, SGEMM_1D_BN), sgemm_ceil_div(M, SGEMM_1D_BM));
-    sgemm_blocktile_1d_kernel<<<grid, SGEMM_1D_BM * SGEMM_1D_BN / SGEMM_1D_TM>>>(M, N, K, alpha,
-                                                                                A, B, beta, C);
+    sgemm_blocktile_1d_kernel<<<grid, SGEMM_1D_BM * SGEMM_1D_BN / SGEMM_1D_TM>>>(M, N, K, alpha, A,
+                                                                                 B, beta, C);
     CHECK_LAUNCH();
 }
 

@@ -14,8 +14,9 @@
 #define SGEMM_2D_T 8
 #define SGEMM_2D_THREADS (SGEMM_2D_BM * SGEMM_2D_BN / (SGEMM_2D_T * SGEMM_2D_T))
 
-__global__ void __launch_bounds__(SGEMM_2D_THREADS) sgemm_blocktile_2d_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
+__global__ void __launch_bounds__(SGEMM_2D_THREADS)
+    sgemm_blocktile_2d_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                              float beta, float *C)
 {
     __shared__ float As[SGEMM_2D_BM][SGEMM_2D_BK];
     __shared__ float Bs[SGEMM_2D_BK][SGEMM_2D_BN];

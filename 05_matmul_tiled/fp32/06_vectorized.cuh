@@ -16,10 +16,9 @@
 #define SGEMM_V_T 8
 #define SGEMM_V_THREADS 256
 
-template <int APAD>
-__global__ void __launch_bounds__(SGEMM_V_THREADS) sgemm_vectorized_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-    bool a_vec, bool b_vec, bool c_vec)
+template <int APAD> __global__ void __launch_bounds__(SGEMM_V_THREADS)
+    sgemm_vectorized_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                            float beta, float *C, bool a_vec, bool b_vec, bool c_vec)
 {
     __shared__ __align__(16) float As[SGEMM_V_BK][SGEMM_V_BM + APAD];
     __shared__ __align__(16) float Bs[SGEMM_V_BK][SGEMM_V_BN];
@@ -43,9 +42,11 @@ __global__ void __launch_bounds__(SGEMM_V_THREADS) sgemm_vectorized_kernel(
 #pragma unroll
         for (int k = 0; k < SGEMM_V_BK; k++) {
 #pragma unroll
-            for (int i = 0; i < SGEMM_V_T; i += 4) *(float4 *)&a[i] = *(const float4 *)&As[k][row0 + i];
+            for (int i = 0; i < SGEMM_V_T; i += 4)
+                *(float4 *)&a[i] = *(const float4 *)&As[k][row0 + i];
 #pragma unroll
-            for (int j = 0; j < SGEMM_V_T; j += 4) *(float4 *)&b[j] = *(const float4 *)&Bs[k][col0 + j];
+            for (int j = 0; j < SGEMM_V_T; j += 4)
+                *(float4 *)&b[j] = *(const float4 *)&Bs[k][col0 + j];
 #pragma unroll
             for (int i = 0; i < SGEMM_V_T; i++)
 #pragma unroll
@@ -58,16 +59,16 @@ __global__ void __launch_bounds__(SGEMM_V_THREADS) sgemm_vectorized_kernel(
             sgemm_store4(C, m0 + row0 + i, n0 + col0 + j, M, N, c_vec, alpha, beta, &acc[i][j]);
 }
 
-template <int APAD>
-static inline void sgemm_vectorized_launch(int M, int N, int K, float alpha, const float *A,
-                                           const float *B, float beta, float *C)
+template <int APAD> static inline void sgemm_vectorized_launch(int M, int N, int K, float alpha,
+                                                               const float *A, const float *B,
+                                                               float beta, float *C)
 {
     dim3 grid(sgemm_ceil_div(N, SGEMM_V_BN), sgemm_ceil_div(M, SGEMM_V_BM));
     bool a_vec = K % 4 == 0 && sgemm_aligned16(A);
     bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
-    sgemm_vectorized_kernel<APAD><<<grid, SGEMM_V_THREADS>>>(M, N, K, alpha, A, B, beta, C, a_vec,
-                                                             b_vec, c_vec);
+    sgemm_vectorized_kernel<APAD>
+        <<<grid, SGEMM_V_THREADS>>>(M, N, K, alpha, A, B, beta, C, a_vec, b_vec, c_vec);
     CHECK_LAUNCH();
 }
 

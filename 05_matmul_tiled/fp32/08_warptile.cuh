@@ -42,22 +42,20 @@ struct SgemmConfig {
     static_assert(WTR * WTC == 32 && TM % 4 == 0 && TN % 4 == 0, "thread layout");
     static_assert(BM % WM == 0 && BN % WN == 0 && BK % 4 == 0, "tile sizes");
     static_assert((BM * BK) % (4 * THREADS) == 0 && (BK * BN) % (4 * THREADS) == 0, "loads");
-    static_assert(BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0 && THREADS % (BN / 4) == 0 &&
-                  BM * BK / THREADS <= 32, "copy plan");
+    static_assert(BK % 8 == 0 && (THREADS / 32) % (BK / 8) == 0, "copy plan");
+    static_assert(THREADS % (BN / 4) == 0 && BM * BK / THREADS <= 32, "copy plan");
     static_assert(STAGES >= 2, "stages");
 };
 
 /* Where accumulator row i of a thread lies below the thread's first row: its rows come in
  * groups of 4, one group every WTR * 4 rows of the warp tile (sgemm_thread_origin). */
-template <typename Cfg>
-__device__ __forceinline__ constexpr int sgemm_acc_row(int i)
+template <typename Cfg> __device__ __forceinline__ constexpr int sgemm_acc_row(int i)
 {
     return (i / 4) * Cfg::WTR * 4 + i % 4;
 }
 
 /* ... and where its float4 of columns j starts, right of the thread's first column. */
-template <typename Cfg>
-__device__ __forceinline__ constexpr int sgemm_acc_col(int j)
+template <typename Cfg> __device__ __forceinline__ constexpr int sgemm_acc_col(int j)
 {
     return j * Cfg::WTC * 4;
 }
@@ -69,9 +67,8 @@ __device__ __forceinline__ constexpr int sgemm_acc_col(int j)
  * the same register bank and waits a cycle (ncu: "dispatch stall"). Row by row, hopper's
  * and double_buffer's loops have more such FMAs and run slower. FMA_BY_ROWS keeps the row
  * order where it measured faster. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM],
-                                               const float (&b)[Cfg::TN])
+template <typename Cfg> __device__ __forceinline__ void
+sgemm_fma_step(float (&acc)[Cfg::TM][Cfg::TN], const float (&a)[Cfg::TM], const float (&b)[Cfg::TN])
 {
     if constexpr (Cfg::FMA_BY_ROWS) {
 #pragma unroll
@@ -101,10 +98,12 @@ __device__ __forceinline__ void sgemm_tile_multiply(const float *As, const float
     for (int k = 0; k < Cfg::BK; k++) {
 #pragma unroll
         for (int i = 0; i < Cfg::TM / 4; i++)
-            *(float4 *)&a[4 * i] = *(const float4 *)&As[k * Cfg::AS + a_off + sgemm_acc_row<Cfg>(4 * i)];
+            *(float4 *)&a[4 * i] =
+                *(const float4 *)&As[k * Cfg::AS + a_off + sgemm_acc_row<Cfg>(4 * i)];
 #pragma unroll
         for (int j = 0; j < Cfg::TN / 4; j++)
-            *(float4 *)&b[4 * j] = *(const float4 *)&Bs[k * Cfg::BN + b_off + sgemm_acc_col<Cfg>(j)];
+            *(float4 *)&b[4 * j] =
+                *(const float4 *)&Bs[k * Cfg::BN + b_off + sgemm_acc_col<Cfg>(j)];
         sgemm_fma_step<Cfg>(acc, a, b);
     }
 }
@@ -128,8 +127,8 @@ __device__ __forceinline__ void sgemm_thread_origin(int tid, int *row, int *col)
  * most of the kernel when K is small (the shape sweep's small-K products). */
 template <typename Cfg>
 __device__ __forceinline__ void sgemm_tile_store(float *C, int M, int N, float alpha, float beta,
-                                                 bool c_vec, float (&acc)[Cfg::TM][Cfg::TN],
-                                                 int m, int n)
+                                                 bool c_vec, float (&acc)[Cfg::TM][Cfg::TN], int m,
+                                                 int n)
 {
     constexpr int PER_32 = 32 / Cfg::TN > 0 ? 32 / Cfg::TN : 1;
     constexpr int EPI_ROWS = PER_32 < Cfg::TM ? PER_32 : Cfg::TM;
@@ -179,8 +178,7 @@ __device__ __forceinline__ void sgemm_lanes_to_rows(const float *v, float (&t)[4
 
 /* Where this thread's floats of a row lie after sgemm_lanes_to_rows: t[q] is column
  * first + q * WTC, first = n - 3c (n: the thread's first column, 4c past its row's first). */
-template <typename Cfg>
-__device__ __forceinline__ int sgemm_rows_first(int n)
+template <typename Cfg> __device__ __forceinline__ int sgemm_rows_first(int n)
 {
     return n - 3 * (threadIdx.x % 32 % Cfg::WTC);
 }
@@ -191,8 +189,9 @@ __device__ __forceinline__ int sgemm_rows_first(int n)
  * thread's floats of a row lie at fixed distances from its first one (sgemm_rows_first):
  * one pointer a row, and the distances become immediate offsets of the loads and stores. */
 template <typename Cfg>
-__device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, float alpha, float beta,
-                                                      float (&acc)[Cfg::TM][Cfg::TN], int m, int n)
+__device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, float alpha,
+                                                      float beta, float (&acc)[Cfg::TM][Cfg::TN],
+                                                      int m, int n)
 {
     /* 16 loads of C in flight a thread, not sgemm_tile_store's 32: with 32, ptxas spilled
      * 8-16 bytes in the kernels held to 128 registers */
@@ -237,10 +236,9 @@ __device__ __forceinline__ void sgemm_tile_store_rows(float *C, int M, int N, fl
 /* 8. warptile: step 7's loads (global -> registers -> transposed, padded shared tile) with
  * the warp-tiled thread layout above: shared loads without conflicts, and each warp reads
  * a compact WM x BK and BK x WN footprint. */
-template <typename Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_warptile_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-    bool a_vec, bool b_vec, bool c_vec)
+template <typename Cfg> __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+    sgemm_warptile_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                          float beta, float *C, bool a_vec, bool b_vec, bool c_vec)
 {
     __shared__ __align__(16) float As[Cfg::BK * Cfg::AS];
     __shared__ __align__(16) float Bs[Cfg::BK * Cfg::BN];
@@ -276,24 +274,24 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_warptile_
     sgemm_tile_store<Cfg>(C, M, N, alpha, beta, c_vec, acc, m0 + row, n0 + col);
 }
 
-template <typename Cfg>
-static inline void sgemm_warptile_launch(int M, int N, int K, float alpha, const float *A,
-                                         const float *B, float beta, float *C)
+template <typename Cfg> static inline void sgemm_warptile_launch(int M, int N, int K, float alpha,
+                                                                 const float *A, const float *B,
+                                                                 float beta, float *C)
 {
     dim3 grid(sgemm_ceil_div(N, Cfg::BN), sgemm_ceil_div(M, Cfg::BM));
     bool a_vec = K % 4 == 0 && sgemm_aligned16(A);
     bool b_vec = N % 4 == 0 && sgemm_aligned16(B);
     bool c_vec = N % 4 == 0 && sgemm_aligned16(C);
-    sgemm_warptile_kernel<Cfg><<<grid, Cfg::THREADS>>>(M, N, K, alpha, A, B, beta, C, a_vec,
-                                                       b_vec, c_vec);
+    sgemm_warptile_kernel<Cfg>
+        <<<grid, Cfg::THREADS>>>(M, N, K, alpha, A, B, beta, C, a_vec, b_vec, c_vec);
     CHECK_LAUNCH();
 }
 
 /* 128x128 tiles, BK = 8, 8 warps of 32x64, 8x8 per thread (64 accumulators). */
 typedef SgemmConfig<128, 128, 8, 8, 8, 4, 2> SgemmWarptileCfg;
 
-static inline void sgemm_warptile(int M, int N, int K, float alpha, const float *A,
-                                  const float *B, float beta, float *C)
+static inline void sgemm_warptile(int M, int N, int K, float alpha, const float *A, const float *B,
+                                  float beta, float *C)
 {
     sgemm_warptile_launch<SgemmWarptileCfg>(M, N, K, alpha, A, B, beta, C);
 }

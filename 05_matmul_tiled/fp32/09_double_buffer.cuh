@@ -1,5 +1,5 @@
 /* Chapter 05, the fp32 ladder, step 9: double_buffer, the first configuration of the
- * pipelined kernel that step 10 (fp32/10_hopper.cuh: hopper, hopper_small) and the any-shape
+ * pipelined kernel that step 10 (10_hopper.cuh: hopper, hopper_small) and the any-shape
  * versions (any_shape/) run with other tiles. In order: the cp.async copies and the
  * per-thread copy plan, the two main loops (a ring of STAGES slices; the same ring with
  * the fragments of the next k step prefetched, which step 10 turns on), the kernel with its
@@ -29,8 +29,9 @@ __device__ __forceinline__ void sgemm_cp_async4(float *dst, const float *src)
 __device__ __forceinline__ void sgemm_cp_async4_zfill(float *dst, const float *src, bool valid)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
-                 "r"(valid ? 4 : 0));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :
+                 : "r"(s), "l"(src), "r"(valid ? 4 : 0));
 }
 
 __device__ __forceinline__ void sgemm_cp_async16(float *dst, const float *src)
@@ -43,28 +44,34 @@ __device__ __forceinline__ void sgemm_cp_async16(float *dst, const float *src)
 __device__ __forceinline__ void sgemm_cp_async16_zfill(float *dst, const float *src, bool valid)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src),
-                 "r"(valid ? 16 : 0));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :
+                 : "r"(s), "l"(src), "r"(valid ? 16 : 0));
 }
 
-__device__ __forceinline__ void sgemm_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void sgemm_cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
 
-template <int N>
-__device__ __forceinline__ void sgemm_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+template <int N> __device__ __forceinline__ void sgemm_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 /* What one thread copies, worked out once per block: the copies of a slice then cost a
  * few adds and compares, not a recomputed index each (steps 1-8 recompute everything in
  * the loop; at 512 FMAs a slice that overhead is a visible share of the instructions). */
 typedef struct {
-    const float *a_src, *b_src;  /* this thread's first A and B element of the slice at k = 0 */
-    size_t a_step, b_step;       /* between this thread's successive copies: rows of A, of B */
-    int a_dst, b_dst;            /* their offsets inside a stage */
-    int a_k, b_k;                /* their k within the slice */
-    int b_col;                   /* the first of this thread's 4 columns of B */
-    unsigned a_rows_ok;          /* bit l: copy l of A lies on a row < M */
-    bool a_rows_all;             /* all of them do */
-    bool b_fast;                 /* this thread's B columns are inside B's rows and 16-byte copyable */
-    bool b_zero;                 /* a padded B, and all 4 columns past its rows: 16 zero bytes */
+    const float *a_src, *b_src; /* this thread's first A and B element of the slice at k = 0 */
+    size_t a_step, b_step;      /* between this thread's successive copies: rows of A, of B */
+    int a_dst, b_dst;           /* their offsets inside a stage */
+    int a_k, b_k;               /* their k within the slice */
+    int b_col;                  /* the first of this thread's 4 columns of B */
+    unsigned a_rows_ok;         /* bit l: copy l of A lies on a row < M */
+    bool a_rows_all;            /* all of them do */
+    bool b_fast;                /* its B columns lie inside B's rows, 16-byte copyable */
+    bool b_zero;                /* a padded B, and all 4 columns past its rows: 16 zero bytes */
 } SgemmCopyPlan;
 
 template <typename Cfg>
@@ -72,12 +79,13 @@ __device__ __forceinline__ SgemmCopyPlan sgemm_copy_plan(const float *A, const f
                                                          int N, int ldb, int K, int m0, int n0,
                                                          bool b_vec)
 {
-    constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;        /* rows of A covered per copy round */
-    constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4);  /* rows of B covered per copy round */
+    constexpr int A_ROWS = Cfg::THREADS / Cfg::BK;       /* rows of A covered per copy round */
+    constexpr int B_ROWS = Cfg::THREADS / (Cfg::BN / 4); /* rows of B covered per copy round */
     constexpr int A_COPIES = Cfg::BM / A_ROWS;
     int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     SgemmCopyPlan p;
-    /* A: each warp copies an 8 (k) x 4 (m) block per round, lane -> (k = lane % 8, m = lane / 8). */
+    /* A: each warp copies an 8 (k) x 4 (m) block per round, lane -> (k = lane % 8,
+     * m = lane / 8). */
     p.a_k = (warp % (Cfg::BK / 8)) * 8 + lane % 8;
     int am = (warp / (Cfg::BK / 8)) * 4 + lane / 8;
     int bn = (tid % (Cfg::BN / 4)) * 4;
@@ -164,11 +172,9 @@ __device__ __forceinline__ void sgemm_load_stage_async(float *stage, const Sgemm
  * multiply slice kt, the copies of slices up to kt + STAGES - 1 are in flight, so the load
  * latency hides behind the FMAs, and one __syncthreads per slice suffices: the slice being
  * overwritten was finished by every warp before the barrier at the top of this iteration. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan &plan,
-                                               const float *A, const float *B, int ldb, int K,
-                                               int k_first, int tiles,
-                                               float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
+template <typename Cfg> __device__ __forceinline__ void
+sgemm_mainloop(float *smem, const SgemmCopyPlan &plan, const float *A, const float *B, int ldb,
+               int K, int k_first, int tiles, float (&acc)[Cfg::TM][Cfg::TN], int row, int col)
 {
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES - 1; s++) {
@@ -183,8 +189,8 @@ __device__ __forceinline__ void sgemm_mainloop(float *smem, const SgemmCopyPlan 
         __syncthreads();
         int next = kt + Cfg::STAGES - 1;
         if (next < tiles)
-            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, ldb,
-                                        K, k_first + next * Cfg::BK);
+            sgemm_load_stage_async<Cfg>(smem + write_stage * Cfg::STAGE_FLOATS, plan, A, B, ldb, K,
+                                        k_first + next * Cfg::BK);
         sgemm_cp_async_commit();
         const float *As = smem + read_stage * Cfg::STAGE_FLOATS;
         sgemm_tile_multiply<Cfg>(As, As + Cfg::BK * Cfg::AS, acc, row, col);
@@ -221,12 +227,10 @@ __device__ __forceinline__ void sgemm_load_fragments(const float *stage, int k, 
  * scoreboard" stalls on the first FMAs of each slice). Costs TM + TN registers. Here all
  * STAGES slices are filled before the loop, and slice kt's buffer is refilled (with slice
  * kt + STAGES) once its last fragments are in registers. */
-template <typename Cfg>
-__device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const SgemmCopyPlan &plan,
-                                                         const float *A, const float *B, int ldb,
-                                                         int K, int k_first, int tiles,
-                                                         float (&acc)[Cfg::TM][Cfg::TN], int row,
-                                                         int col)
+template <typename Cfg> __device__ __forceinline__ void
+sgemm_mainloop_frag_pipe(float *smem, const SgemmCopyPlan &plan, const float *A, const float *B,
+                         int ldb, int K, int k_first, int tiles, float (&acc)[Cfg::TM][Cfg::TN],
+                         int row, int col)
 {
 #pragma unroll
     for (int s = 0; s < Cfg::STAGES; s++) {
@@ -252,7 +256,8 @@ __device__ __forceinline__ void sgemm_mainloop_frag_pipe(float *smem, const Sgem
         for (int k0 = 0; k0 < Cfg::BK - U; k0 += U) {
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                sgemm_load_fragments<Cfg>(cur, k0 + u + 1, row, col, a[(u + 1) % 2], b[(u + 1) % 2]);
+                sgemm_load_fragments<Cfg>(cur, k0 + u + 1, row, col, a[(u + 1) % 2],
+                                          b[(u + 1) % 2]);
                 sgemm_fma_step<Cfg>(acc, a[u % 2], b[u % 2]);
             }
         }
@@ -289,9 +294,10 @@ enum { SGEMM_EPI_STORE, SGEMM_EPI_ATOMIC, SGEMM_EPI_ATOMIC4 };
  * kernel of its own, because a row length other than N costs the tuned kernel 4 registers
  * (252 instead of 248) even where it equals N. */
 template <typename Cfg, int EPI, bool PITCHED_B = false>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined_kernel(
-    int M, int N, int K, float alpha, const float *A, const float *B, int ldb_arg, float beta,
-    float *C, bool b_vec, bool c_vec, int split_tiles)
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+    sgemm_pipelined_kernel(int M, int N, int K, float alpha, const float *A, const float *B,
+                           int ldb_arg, float beta, float *C, bool b_vec, bool c_vec,
+                           int split_tiles)
 {
     const int ldb = PITCHED_B ? ldb_arg : N;
     extern __shared__ float4 sgemm_dynamic_smem[];
@@ -315,7 +321,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) sgemm_pipelined
     else if (EPI == SGEMM_EPI_ATOMIC4)
         sgemm_tile_atomic_add4<Cfg>(C, M, N, alpha, c_vec, acc, m0 + row, n0 + col);
     else
-        sgemm_tile_store_plain<Cfg, PITCHED_B>(smem, C, M, N, alpha, beta, c_vec, acc, m0, n0, row, col);
+        sgemm_tile_store_plain<Cfg, PITCHED_B>(smem, C, M, N, alpha, beta, c_vec, acc, m0, n0, row,
+                                               col);
 }
 
 /* Sets up a kernel of configuration Cfg (the dynamic shared memory it asks for) once per
@@ -352,14 +359,15 @@ static inline int sgemm_pipelined_occupancy(void)
 {
     static int blocks = -1;
     static unsigned long long set_on = 0;
-    return sgemm_kernel_occupancy<Cfg>(sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>, &blocks, &set_on);
+    return sgemm_kernel_occupancy<Cfg>(sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B>, &blocks,
+                                       &set_on);
 }
 
 /* One launch of the kernel with epilogue EPI, B's rows N floats apart or (PITCHED_B) ldb. */
 template <typename Cfg, int EPI, bool PITCHED_B>
-static inline void sgemm_pipelined_run(dim3 grid, int M, int N, int K, float alpha,
-                                       const float *A, const float *B, int ldb, float beta,
-                                       float *C, bool b_vec, bool c_vec, int split_tiles)
+static inline void sgemm_pipelined_run(dim3 grid, int M, int N, int K, float alpha, const float *A,
+                                       const float *B, int ldb, float beta, float *C, bool b_vec,
+                                       bool c_vec, int split_tiles)
 {
     sgemm_pipelined_occupancy<Cfg, EPI, PITCHED_B>(); /* sets the shared memory up */
     sgemm_pipelined_kernel<Cfg, EPI, PITCHED_B><<<grid, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
@@ -374,8 +382,7 @@ static inline void sgemm_pipelined_run(dim3 grid, int M, int N, int K, float alp
  * apart (the launchers of the ladder pass N). */
 template <typename Cfg, int SPLIT_EPI = SGEMM_EPI_ATOMIC4>
 static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, const float *A,
-                                          const float *B, int ldb, float beta, float *C,
-                                          int splits)
+                                          const float *B, int ldb, float beta, float *C, int splits)
 {
     int tiles = sgemm_ceil_div(K, Cfg::BK);
     int split_tiles = sgemm_ceil_div(tiles, splits);
@@ -392,11 +399,11 @@ static inline void sgemm_pipelined_launch(int M, int N, int K, float alpha, cons
         sgemm_pipelined_run<Cfg, SGEMM_EPI_STORE, true>(grid, M, N, K, alpha, A, B, ldb, beta, C,
                                                         b_vec, c_vec, tiles);
     else if (ldb == N)
-        sgemm_pipelined_run<Cfg, SPLIT_EPI, false>(grid, M, N, K, alpha, A, B, ldb, beta, C,
-                                                   b_vec, c_vec, split_tiles);
+        sgemm_pipelined_run<Cfg, SPLIT_EPI, false>(grid, M, N, K, alpha, A, B, ldb, beta, C, b_vec,
+                                                   c_vec, split_tiles);
     else
-        sgemm_pipelined_run<Cfg, SPLIT_EPI, true>(grid, M, N, K, alpha, A, B, ldb, beta, C,
-                                                  b_vec, c_vec, split_tiles);
+        sgemm_pipelined_run<Cfg, SPLIT_EPI, true>(grid, M, N, K, alpha, A, B, ldb, beta, C, b_vec,
+                                                  c_vec, split_tiles);
     CHECK_LAUNCH();
 }
 

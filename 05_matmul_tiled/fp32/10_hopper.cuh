@@ -19,12 +19,13 @@
 #define SGEMM_TUNED_FRAG_PIPE 1
 #endif
 typedef SgemmConfig<SGEMM_TUNED_BM, SGEMM_TUNED_BN, SGEMM_TUNED_BK, SGEMM_TUNED_TM, SGEMM_TUNED_TN,
-                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES, SGEMM_TUNED_FRAG_PIPE> SgemmHopperCfg;
+                    SGEMM_TUNED_WTR, SGEMM_TUNED_STAGES, SGEMM_TUNED_FRAG_PIPE>
+    SgemmHopperCfg;
 /* 64x64 tiles, 4x4 per thread, 256 threads: four times the blocks of a 128x128 tile. */
 typedef SgemmConfig<64, 64, 16, 4, 4, 8, 2> SgemmSmallCfg;
 
-static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A,
-                                const float *B, float beta, float *C)
+static inline void sgemm_hopper(int M, int N, int K, float alpha, const float *A, const float *B,
+                                float beta, float *C)
 {
     sgemm_pipelined_launch<SgemmHopperCfg>(M, N, K, alpha, A, B, N, beta, C, 1);
 }

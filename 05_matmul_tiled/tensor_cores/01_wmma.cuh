@@ -3,10 +3,11 @@
  *   tc_wmma_bf16   nvcuda::wmma m16n16k16, bf16 inputs, fp32 accumulators
  *   tc_wmma_tf32   nvcuda::wmma m16n16k8 with precision::tf32, fp32 inputs and accumulators
  *
- * Both follow tensor_cores/common.cuh's contract (A and Bt K-contiguous, C = alpha * A * B + beta * C,
- * any M, N, K >= 1, beta == 0 never reads C). This file also holds what every portable
- * tensor-core version shares: the copy of a K-slice of A and Bt into shared memory
- * (tc_copy_stage), used here and by the mma.sync versions of tensor_cores/02_mma.cuh to 04_mma_pipeline.cuh.
+ * Both follow common.cuh's contract (A and Bt K-contiguous, C = alpha * A * B +
+ * beta * C, any M, N, K >= 1, beta == 0 never reads C). This file also holds what every
+ * portable tensor-core version shares: the copy of a K-slice of A and Bt into shared memory
+ * (tc_copy_stage), used here and by the mma.sync versions of 02_mma.cuh to
+ * 04_mma_pipeline.cuh.
  *
  * What the tensor cores change. One warp-wide instruction multiplies a 16 x 16 tile of A by
  * a 16 x 16 tile of B (16 x 8 by 8 x 16 in TF32) and adds the product into a 16 x 16 fp32
@@ -32,25 +33,37 @@
 
 /* ------------------------------------------------------------------ the tile copy */
 
-/* A tile in shared memory is ROWS rows of 128 bytes of K (tensor_cores/swizzle.h): a stage holds the
- * BM rows of A and the BN rows of Bt that one K-slice of BK = 128 / sizeof(T) elements
- * multiplies. Thread t copies chunk t % 8 of rows t / 8, t / 8 + THREADS / 8, ...: eight
+/* A tile in shared memory is ROWS rows of 128 bytes of K (swizzle.h): a stage
+ * holds the BM rows of A and the BN rows of Bt that one K-slice of BK = 128 / sizeof(T)
+ * elements multiplies. Thread t copies chunk t % 8 of rows t / 8, t / 8 + THREADS / 8, ...: eight
  * neighbouring threads read one contiguous 128-byte row segment, and write the 8 chunks of
  * one tile row (a different bank group each, swizzled or not). */
 template <typename T> struct TcBits; /* an element's bits, for the element-wise path */
-template <> struct TcBits<bf16> { typedef unsigned short type; };
-template <> struct TcBits<float> { typedef unsigned int type; };
+template <> struct TcBits<bf16> {
+    typedef unsigned short type;
+};
+template <> struct TcBits<float> {
+    typedef unsigned int type;
+};
 
-__device__ __forceinline__ uint32_t tc_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ uint32_t tc_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
 
 /* cp.async (sm_80+): 16 bytes from global to shared memory without passing through
  * registers, without blocking the thread. ok == false reads nothing (src must still be a
  * valid address) and writes 16 zeros: the copy of a chunk outside the matrix. */
 __device__ __forceinline__ void tc_cp_async16(uint32_t dst, const void *src, bool ok)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :
+                 : "r"(dst), "l"(src), "r"(ok ? 16 : 0));
 }
-__device__ __forceinline__ void tc_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void tc_cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N> __device__ __forceinline__ void tc_cp_async_wait(void)
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -69,8 +82,9 @@ template <typename T> __device__ __forceinline__ void tc_gather16(uint32_t dst, 
     const Bits *s = (const Bits *)src;
 #pragma unroll
     for (int e = 0; e < E; e++) u.e[e] = e < n ? s[e] : (Bits)0;
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(u.v.x), "r"(u.v.y),
-                 "r"(u.v.z), "r"(u.v.w));
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                 :
+                 : "r"(dst), "r"(u.v.x), "r"(u.v.y), "r"(u.v.z), "r"(u.v.w));
 }
 
 /* What one thread copies of one operand tile, worked out once per block. */
@@ -107,9 +121,8 @@ __device__ __forceinline__ TcCopyPlan tc_copy_plan(const T *base, int rows_left,
  * the only path that never reads past a row that ends inside a chunk. Rows of a swizzled
  * tile THREADS / 8 apart (a multiple of 8) share the XOR, so the destination advances by
  * whole rows. `any` is a valid address for the copies that read nothing. */
-template <typename T, int ROWS, int THREADS>
-__device__ __forceinline__ void tc_copy_tile(uint32_t tile, const TcCopyPlan &p, const T *any, int K, int k0,
-                                             bool vec)
+template <typename T, int ROWS, int THREADS> __device__ __forceinline__ void
+tc_copy_tile(uint32_t tile, const TcCopyPlan &p, const T *any, int K, int k0, bool vec)
 {
     constexpr int STRIDE = THREADS / 8;
     const char *src = p.src + (size_t)k0 * sizeof(T);
@@ -129,8 +142,9 @@ __device__ __forceinline__ void tc_copy_tile(uint32_t tile, const TcCopyPlan &p,
 
 /* One stage: the BM x 128-byte tile of A, then the BN x 128-byte tile of Bt. */
 template <typename T, int BM, int BN, int THREADS>
-__device__ __forceinline__ void tc_copy_stage(uint32_t stage, const TcCopyPlan &pa, const TcCopyPlan &pb,
-                                              const T *A, const T *Bt, int K, int k0, bool vec)
+__device__ __forceinline__ void tc_copy_stage(uint32_t stage, const TcCopyPlan &pa,
+                                              const TcCopyPlan &pb, const T *A, const T *Bt, int K,
+                                              int k0, bool vec)
 {
     tc_copy_tile<T, BM, THREADS>(stage, pa, A, K, k0, vec);
     tc_copy_tile<T, BN, THREADS>(stage + BM * TC_TILE_ROW_BYTES, pb, Bt, K, k0, vec);
@@ -166,12 +180,11 @@ template <> struct TcWmmaType<float> {
  * loads and 4 mma_sync. Compared with the fp32 ladder's best kernel (sgemm_hopper): the
  * multiply-adds now cost almost nothing; what is left is a copy and a block barrier per
  * 128 bytes of K with nothing to overlap them but the other blocks on the SM, and fragment
- * loads that hit the same banks (the rows of the tile are 128 bytes apart: tensor_cores/02_mma.cuh
+ * loads that hit the same banks (the rows of the tile are 128 bytes apart: 02_mma.cuh
  * counts the conflicts). Prediction: a few times the fp32 kernel, far below cuBLAS. */
-template <typename T>
-__global__ void __launch_bounds__(TC_WMMA_THREADS)
-tc_wmma_kernel(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C, bool vec,
-               bool vec2)
+template <typename T> __global__ void __launch_bounds__(TC_WMMA_THREADS)
+    tc_wmma_kernel(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C,
+                   bool vec, bool vec2)
 {
     using namespace nvcuda;
     constexpr int BK = TC_TILE_ROW_BYTES / sizeof(T), FK = TcWmmaType<T>::K;
@@ -179,24 +192,31 @@ tc_wmma_kernel(int M, int N, int K, float alpha, const T *A, const T *Bt, float 
     __shared__ __align__(128) uint8_t smem[(TC_WMMA_BM + TC_WMMA_BN) * TC_TILE_ROW_BYTES];
     const T *As = (const T *)smem, *Bs = (const T *)(smem + TC_WMMA_BM * TC_TILE_ROW_BYTES);
     int tm, tn, warp = threadIdx.x / 32;
-    tc_tile_grouped(blockIdx.x, (M + TC_WMMA_BM - 1) / TC_WMMA_BM, (N + TC_WMMA_BN - 1) / TC_WMMA_BN, &tm, &tn);
+    tc_tile_grouped(blockIdx.x, (M + TC_WMMA_BM - 1) / TC_WMMA_BM,
+                    (N + TC_WMMA_BN - 1) / TC_WMMA_BN, &tm, &tn);
     int m0 = tm * TC_WMMA_BM, n0 = tn * TC_WMMA_BN, wm = (warp / 2) * 32, wn = (warp % 2) * 32;
-    TcCopyPlan pa = tc_copy_plan<T, TC_WMMA_BM, TC_WMMA_THREADS, false>(A + (size_t)m0 * K, M - m0, K);
-    TcCopyPlan pb = tc_copy_plan<T, TC_WMMA_BN, TC_WMMA_THREADS, false>(Bt + (size_t)n0 * K, N - n0, K);
+    TcCopyPlan pa =
+        tc_copy_plan<T, TC_WMMA_BM, TC_WMMA_THREADS, false>(A + (size_t)m0 * K, M - m0, K);
+    TcCopyPlan pb =
+        tc_copy_plan<T, TC_WMMA_BN, TC_WMMA_THREADS, false>(Bt + (size_t)n0 * K, N - n0, K);
     wmma::fragment<wmma::accumulator, 16, 16, FK, float> acc[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     for (int k0 = 0; k0 < K; k0 += BK) {
-        tc_copy_stage<T, TC_WMMA_BM, TC_WMMA_BN, TC_WMMA_THREADS>(tc_smem(smem), pa, pb, A, Bt, K, k0, vec);
+        tc_copy_stage<T, TC_WMMA_BM, TC_WMMA_BN, TC_WMMA_THREADS>(tc_smem(smem), pa, pb, A, Bt, K,
+                                                                  k0, vec);
         tc_cp_async_commit();
         tc_cp_async_wait<0>();
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < BK; k += FK) {
             wmma::fragment<wmma::matrix_a, 16, 16, FK, E, wmma::row_major> a[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, FK, E, wmma::col_major> b[2]; /* Bt rows = B columns */
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], As + (wm + 16 * i) * BK + k, BK);
-            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], Bs + (wn + 16 * j) * BK + k, BK);
+            /* col_major: the rows of Bt are the columns of B */
+            wmma::fragment<wmma::matrix_b, 16, 16, FK, E, wmma::col_major> b[2];
+            for (int i = 0; i < 2; i++)
+                wmma::load_matrix_sync(a[i], As + (wm + 16 * i) * BK + k, BK);
+            for (int j = 0; j < 2; j++)
+                wmma::load_matrix_sync(b[j], Bs + (wn + 16 * j) * BK + k, BK);
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
@@ -216,23 +236,22 @@ tc_wmma_kernel(int M, int N, int K, float alpha, const T *A, const T *Bt, float 
     }
 }
 
-template <typename T>
-static inline void tc_wmma_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                  float *C)
+template <typename T> static inline void
+tc_wmma_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
     int tiles = sgemm_ceil_div(M, TC_WMMA_BM) * sgemm_ceil_div(N, TC_WMMA_BN);
-    tc_wmma_kernel<T><<<tiles, TC_WMMA_THREADS>>>(M, N, K, alpha, A, Bt, beta, C, tc_vec16(K, A, Bt),
-                                                   tc_c_pairs(N, C));
+    tc_wmma_kernel<T><<<tiles, TC_WMMA_THREADS>>>(M, N, K, alpha, A, Bt, beta, C,
+                                                  tc_vec16(K, A, Bt), tc_c_pairs(N, C));
     CHECK_LAUNCH();
 }
 
-static inline void tc_wmma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
-                                float *C)
+static inline void tc_wmma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
+                                float beta, float *C)
 {
     tc_wmma_launch(M, N, K, alpha, A, Bt, beta, C);
 }
-static inline void tc_wmma_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt, float beta,
-                                float *C)
+static inline void tc_wmma_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
+                                float beta, float *C)
 {
     tc_wmma_launch(M, N, K, alpha, A, Bt, beta, C);
 }

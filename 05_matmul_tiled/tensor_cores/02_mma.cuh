@@ -1,7 +1,7 @@
 /* Chapter 05, part two, step 2: the tensor cores through PTX mma.sync and ldmatrix
  * (sm_80 and newer), and the kernel that steps 3 and 4 configure differently. Step 4's
  * version is what the chapter falls back to wherever the Hopper versions
- * (tensor_cores/05_wgmma.cuh on) cannot run: another GPU, or a K or pointer TMA refuses.
+ * (05_wgmma.cuh on) cannot run: another GPU, or a K or pointer TMA refuses.
  *
  *   tc_mma_bf16            (this file) mma.sync m16n8k16 with fragments loaded by ldmatrix
  *                          from a plain shared-memory tile; 128x128 block tile, 4 warps of
@@ -12,10 +12,10 @@
  *                          tile, 8 warps of 64x64
  *   tc_mma_pipeline_tf32   the same kernel with mma.sync m16n8k8 in TF32
  *
- * All follow tensor_cores/common.cuh's contract; the copies into shared memory are tensor_cores/01_wmma.cuh's
+ * All follow common.cuh's contract; the copies into shared memory are 01_wmma.cuh's
  * (16-byte cp.async, zero-filled outside the matrix, element by element where K or a
  * pointer rules out 16-byte copies), so every shape works. TF32 inputs keep their low 13
- * bits (ignored by the tensor cores: tensor_cores/01_wmma.cuh says why).
+ * bits (ignored by the tensor cores: 01_wmma.cuh says why).
  *
  * mma.sync is the instruction the WMMA API compiles to, with the fragment layout in the
  * open. m16n8k16 multiplies a 16 x 16 tile of A by a 16 x 8 tile of B into a 16 x 8 fp32
@@ -53,7 +53,7 @@
  * (its columns n are contiguous along k), so the same non-transposed ldmatrix serves it:
  * b[0] is the 8 x 8 matrix (n 0..7) x (k 0..7) of Bt read row by row. The registers of one
  * ldmatrix.x4 are a[0..3] of a 16-row m-tile, or b[0], b[1] of two 8-column n-tiles; the
- * lane -> (row, 16-byte chunk) maps are tensor_cores/swizzle.h's tc_ldsm_a_* and tc_ldsm_b_*.
+ * lane -> (row, 16-byte chunk) maps are swizzle.h's tc_ldsm_a_* and tc_ldsm_b_*.
  *
  * TF32, mma.sync m16n8k8 (16 x 8 of A times 8 x 8 of B), one fp32 element a register:
  *   a[0]: m = g, k = q;  a[1]: m = 8+g, k = q;  a[2]: m = g, k = 4+q;  a[3]: m = 8+g, k = 4+q;
@@ -77,28 +77,29 @@ __device__ __forceinline__ void tc_ldsm_x4(uint32_t (&r)[4], uint32_t addr)
                  : "r"(addr));
 }
 
+/* The registers of both shapes' mma.sync: D, A, B, and C in D's registers. */
+#define TC_MMA_REGS " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+
 /* d += a * b for one 16 x 8 tile of C and one 32-byte k-step: m16n8k16 in bf16 or m16n8k8
  * in TF32, fp32 accumulators (C and D in the same registers). */
-#define TC_MMA_OPERANDS                                                                            \
-    " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                          \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                               \
-    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])
-
-template <typename T>
-__device__ __forceinline__ void tc_mma_16x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+template <typename T> __device__ __forceinline__ void
+tc_mma_16x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
     if constexpr (sizeof(T) == 2)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" TC_MMA_OPERANDS);
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" TC_MMA_REGS
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     else
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" TC_MMA_OPERANDS);
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" TC_MMA_REGS
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 /* ------------------------------------------------------------------ the shared kernel */
 
 /* A block computes BM x BN of C with warps of 64 x 64 (BM / 64 x BN / 64 of them), STAGES
  * K-slices of 128 bytes in shared memory, plain or swizzled. */
-template <typename T_, int BM_, int BN_, int STAGES_, bool SWIZZLE_>
-struct TcMmaCfg {
+template <typename T_, int BM_, int BN_, int STAGES_, bool SWIZZLE_> struct TcMmaCfg {
     typedef T_ T;
     static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
     static constexpr bool SWIZZLE = SWIZZLE_;
@@ -117,8 +118,8 @@ struct TcMmaCfg {
  * 8-column n-tiles), then 4 x 8 = 32 mma on 128 fp32 accumulators a thread. The lane's
  * offsets are those of tile rows 0..15; the swizzle repeats every 8 rows, so whole 16-row
  * steps add 2048 bytes to them. */
-template <typename T, bool SWZ>
-__device__ __forceinline__ void tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
+template <typename T, bool SWZ> __device__ __forceinline__ void
+tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
 {
     unsigned lane = threadIdx.x % 32;
 #pragma unroll
@@ -146,16 +147,17 @@ __device__ __forceinline__ void tc_warp_slice(float (&acc)[4][8][4], uint32_t a_
  * up to kt + STAGES - 1 are in flight, and one barrier per slice suffices (the slot being
  * refilled was finished by every warp before the barrier at the top of this iteration). */
 template <class Cfg>
-__device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem, const TcCopyPlan &pa,
-                                                const TcCopyPlan &pb, const typename Cfg::T *A,
-                                                const typename Cfg::T *Bt, int K, uint32_t a_rows,
-                                                uint32_t b_rows, bool vec)
+__device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem,
+                                                const TcCopyPlan &pa, const TcCopyPlan &pb,
+                                                const typename Cfg::T *A, const typename Cfg::T *Bt,
+                                                int K, uint32_t a_rows, uint32_t b_rows, bool vec)
 {
     typedef typename Cfg::T T;
     int slices = (K + Cfg::BK - 1) / Cfg::BK;
     if constexpr (Cfg::STAGES == 1) {
         for (int kt = 0; kt < slices; kt++) {
-            tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem, pa, pb, A, Bt, K, kt * Cfg::BK, vec);
+            tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem, pa, pb, A, Bt, K, kt * Cfg::BK,
+                                                             vec);
             tc_cp_async_commit();
             tc_cp_async_wait<0>();
             __syncthreads();
@@ -166,8 +168,8 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
 #pragma unroll
         for (int s = 0; s < Cfg::STAGES - 1; s++) {
             if (s < slices)
-                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem + s * Cfg::STAGE_BYTES, pa, pb, A, Bt, K,
-                                                                 s * Cfg::BK, vec);
+                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem + s * Cfg::STAGE_BYTES, pa,
+                                                                 pb, A, Bt, K, s * Cfg::BK, vec);
             tc_cp_async_commit();
         }
         int read = 0, write = Cfg::STAGES - 1;
@@ -176,8 +178,8 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
             __syncthreads();                     /* everybody's part, and slot `write` is free */
             int next = kt + Cfg::STAGES - 1;
             if (next < slices)
-                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem + write * Cfg::STAGE_BYTES, pa, pb, A, Bt,
-                                                                 K, next * Cfg::BK, vec);
+                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(
+                    smem + write * Cfg::STAGE_BYTES, pa, pb, A, Bt, K, next * Cfg::BK, vec);
             tc_cp_async_commit();
             uint32_t stage = smem + read * Cfg::STAGE_BYTES;
             tc_warp_slice<T, Cfg::SWIZZLE>(acc, stage + a_rows, stage + b_rows);
@@ -190,10 +192,9 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
 /* Steps 2-4, by configuration. Tiles are numbered along a 1-D grid in tc_tile_grouped's
  * L2-friendly order. The epilogue writes each accumulator pair (c[0], c[1] or c[2], c[3]:
  * two neighbouring columns) as one 8-byte store where the row allows. */
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-tc_mma_kernel(int M, int N, int K, float alpha, const typename Cfg::T *A, const typename Cfg::T *Bt, float beta,
-              float *C, bool vec, bool vec2)
+template <class Cfg> __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+    tc_mma_kernel(int M, int N, int K, float alpha, const typename Cfg::T *A,
+                  const typename Cfg::T *Bt, float beta, float *C, bool vec, bool vec2)
 {
     typedef typename Cfg::T T;
     extern __shared__ __align__(128) uint8_t tc_mma_smem[];
@@ -201,13 +202,16 @@ tc_mma_kernel(int M, int N, int K, float alpha, const typename Cfg::T *A, const 
     tc_tile_grouped(blockIdx.x, (M + Cfg::BM - 1) / Cfg::BM, (N + Cfg::BN - 1) / Cfg::BN, &tm, &tn);
     int m0 = tm * Cfg::BM, n0 = tn * Cfg::BN;
     int wm = (warp / Cfg::WARPS_N) * 64, wn = (warp % Cfg::WARPS_N) * 64;
-    TcCopyPlan pa = tc_copy_plan<T, Cfg::BM, Cfg::THREADS, Cfg::SWIZZLE>(A + (size_t)m0 * K, M - m0, K);
-    TcCopyPlan pb = tc_copy_plan<T, Cfg::BN, Cfg::THREADS, Cfg::SWIZZLE>(Bt + (size_t)n0 * K, N - n0, K);
+    TcCopyPlan pa =
+        tc_copy_plan<T, Cfg::BM, Cfg::THREADS, Cfg::SWIZZLE>(A + (size_t)m0 * K, M - m0, K);
+    TcCopyPlan pb =
+        tc_copy_plan<T, Cfg::BN, Cfg::THREADS, Cfg::SWIZZLE>(Bt + (size_t)n0 * K, N - n0, K);
     float acc[4][8][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 8; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+        for (int j = 0; j < 8; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     tc_mma_mainloop<Cfg>(acc, tc_smem(tc_mma_smem), pa, pb, A, Bt, K, wm * TC_TILE_ROW_BYTES,
                          Cfg::A_BYTES + wn * TC_TILE_ROW_BYTES, vec);
     int r = m0 + wm + lane / 4, c = n0 + wn + 2 * (lane % 4);
@@ -232,13 +236,13 @@ static inline void tc_mma_launch(int M, int N, int K, float alpha, const typenam
 {
     static bool attr_set = false;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(tc_mma_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute(
+            tc_mma_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
         attr_set = true;
     }
     int tiles = sgemm_ceil_div(M, Cfg::BM) * sgemm_ceil_div(N, Cfg::BN);
-    tc_mma_kernel<Cfg><<<tiles, Cfg::THREADS, Cfg::SMEM_BYTES>>>(M, N, K, alpha, A, Bt, beta, C, tc_vec16(K, A, Bt),
-                                                                 tc_c_pairs(N, C));
+    tc_mma_kernel<Cfg><<<tiles, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+        M, N, K, alpha, A, Bt, beta, C, tc_vec16(K, A, Bt), tc_c_pairs(N, C));
     CHECK_LAUNCH();
 }
 
@@ -258,8 +262,8 @@ static inline void tc_mma_launch(int M, int N, int K, float alpha, const typenam
  * the problem: 8 threads write the 8 chunks of one row, 8 different bank groups. */
 typedef TcMmaCfg<bf16, 128, 128, 1, false> TcMmaPlainCfg;
 
-static inline void tc_mma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
-                               float *C)
+static inline void tc_mma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
+                               float beta, float *C)
 {
     tc_mma_launch<TcMmaPlainCfg>(M, N, K, alpha, A, Bt, beta, C);
 }

@@ -1,6 +1,6 @@
 /* Chapter 05, part two, step 4: step 3's swizzled mma.sync kernel (02_mma.cuh) with a
  * 3-stage cp.async pipeline and 128x256 tiles, in bf16 and TF32: the portable fallback of
- * tc_best (tensor_cores/best.cuh). */
+ * tc_best (best.cuh). */
 #ifndef CH05_TENSOR_CORES_04_MMA_PIPELINE_CUH
 #define CH05_TENSOR_CORES_04_MMA_PIPELINE_CUH
 
@@ -14,7 +14,7 @@
  * 228 registers a thread: one block of 8 warps per SM. Prediction: 1.5-2x over step 3.
  * Where it stops: shared memory still moves 128 bytes (ldmatrix) + ~48 (the copies) per
  * mma, about 1.4 cycles of its bandwidth per mma that the tensor cores could take in one,
- * and every operand passes through the register file warp by warp. wgmma (tensor_cores/05_wgmma.cuh)
+ * and every operand passes through the register file warp by warp. wgmma (05_wgmma.cuh)
  * feeds the tensor cores from shared memory directly, for 4 warps at once: expect this
  * kernel near 60-70% of cuBLAS bf16 on an H100 (on an A100, where mma.sync is all there
  * is, this design is what cuBLAS itself runs).
@@ -23,9 +23,9 @@
 template <typename T> using TcMmaPipeCfg = TcMmaCfg<T, 128, 256, 3, true>;
 template <typename T> using TcMmaPipeSmallCfg = TcMmaCfg<T, 128, 128, 3, true>;
 
-template <typename T>
-static inline void tc_mma_pipeline_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                          float *C)
+template <typename T> static inline void tc_mma_pipeline_launch(int M, int N, int K, float alpha,
+                                                                const T *A, const T *Bt, float beta,
+                                                                float *C)
 {
     if (TcMmaPipeCfg<T>::SMEM_BYTES <= sgemm_smem_limit())
         tc_mma_launch<TcMmaPipeCfg<T>>(M, N, K, alpha, A, Bt, beta, C);
@@ -33,13 +33,13 @@ static inline void tc_mma_pipeline_launch(int M, int N, int K, float alpha, cons
         tc_mma_launch<TcMmaPipeSmallCfg<T>>(M, N, K, alpha, A, Bt, beta, C);
 }
 
-static inline void tc_mma_pipeline_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                        float beta, float *C)
+static inline void tc_mma_pipeline_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                        const bf16 *Bt, float beta, float *C)
 {
     tc_mma_pipeline_launch(M, N, K, alpha, A, Bt, beta, C);
 }
-static inline void tc_mma_pipeline_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
-                                        float beta, float *C)
+static inline void tc_mma_pipeline_tf32(int M, int N, int K, float alpha, const float *A,
+                                        const float *Bt, float beta, float *C)
 {
     tc_mma_pipeline_launch(M, N, K, alpha, A, Bt, beta, C);
 }

@@ -6,13 +6,14 @@
  *                            wgmma.mma_async on their 64 rows of a 128x128 tile of C. Everyone
  *                            waits for the tensor cores and meets at a block barrier before a
  *                            stage is refilled.
- * <t> is bf16 or tf32. The operands' layout is tensor_cores/common.cuh's contract (A and Bt both
+ * <t> is bf16 or tf32. The operands' layout is common.cuh's contract (A and Bt both
  * K-contiguous). This file also holds what the later Hopper steps (06_wgmma_ws.cuh to
  * 09_wgmma_splitk.cuh) share: the epilogue (stored, or added for split-K) and the host
  * side's checks and shared-memory size.
  *
  * The primitives they use (TMA, mbarriers, wgmma and its shared-memory descriptors, the
- * tensor maps and the check of where they can run) are in tensor_cores/hopper_primitives.cuh, with what each does.
+ * tensor maps and the check of where they can run) are in hopper_primitives.cuh, with what
+ * each does.
  * Built for anything but sm_90a, these kernels are empty and their launchers refuse:
  * tc_wgmma_unavailable() says why, and the driver skips them with that reason. */
 #ifndef CH05_TENSOR_CORES_05_WGMMA_CUH
@@ -27,7 +28,8 @@ enum { TC_EPI_STORE, TC_EPI_ADD };
 /* Split-K's epilogue: a pair added into C, with one 8-byte atomic where the row allows it.
  * (The float2 atomicAdd exists from sm_90 on; the other targets of the default build only
  * compile this, for kernels that are empty there.) */
-__device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c, float v0, float v1, bool pairs)
+__device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c, float v0,
+                                            float v1, bool pairs)
 {
     if (r >= M || c >= N) return;
     float *p = C + (size_t)r * N + c;
@@ -45,8 +47,8 @@ __device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c
 /* The warpgroup's 64 x BN accumulators to C, rows from row0, columns from col0: stored 16
  * pairs at a time (tc_store_pairs: their reads of C in flight together), or added. */
 template <int BN, int EPI>
-__device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, int M, int N, int row0,
-                                            int col0, float alpha, float beta, bool pairs)
+__device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, int M, int N,
+                                            int row0, int col0, float alpha, float beta, bool pairs)
 {
     int t = threadIdx.x % 128;
     int r = row0 + 16 * (t / 32) + (t % 32) / 4, c = col0 + 2 * (t % 4);
@@ -65,7 +67,8 @@ __device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, 
             tc_store_pairs<16>(C, M, N, rr, cc, v, alpha, beta, pairs);
         } else {
 #pragma unroll
-            for (int p = 0; p < 16; p++) tc_add_pair(C, M, N, rr[p], cc[p], alpha * v[p].x, alpha * v[p].y, pairs);
+            for (int p = 0; p < 16; p++)
+                tc_add_pair(C, M, N, rr[p], cc[p], alpha * v[p].x, alpha * v[p].y, pairs);
         }
     }
 }
@@ -75,10 +78,10 @@ __device__ __forceinline__ void tc_epilogue(const float (&d)[BN / 2], float *C, 
 /* Two warpgroups, a 128 x BN tile, STAGES stages. Thread 0 keeps STAGES K-slices in flight;
  * each warpgroup multiplies a stage, waits for its own wgmma (wait_group 0), and the block
  * meets at __syncthreads before thread 0 refills the stage just read. */
-template <typename T, int BN, int STAGES>
-__global__ void __launch_bounds__(256, 1)
-tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                int M, int N, int K, float alpha, float beta, float *C, bool pairs)
+template <typename T, int BN, int STAGES> __global__ void __launch_bounds__(256, 1)
+    tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                    const __grid_constant__ CUtensorMap map_b, int M, int N, int K, float alpha,
+                    float beta, float *C, bool pairs)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 128, BK = TcWgType<T>::BK;
@@ -126,8 +129,7 @@ tc_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant
 /* ------------------------------------------------------------------ host side */
 
 /* Refuses (exit 1, with the reason) what the driver should have skipped. */
-template <typename T>
-static inline void tc_wgmma_require(int K, const T *A, const T *Bt)
+template <typename T> static inline void tc_wgmma_require(int K, const T *A, const T *Bt)
 {
     const char *why = tc_wgmma_unavailable();
     if (!why) why = tc_tma_refusal(K, sizeof(T), A, Bt);
@@ -138,13 +140,15 @@ static inline void tc_wgmma_require(int K, const T *A, const T *Bt)
 }
 
 /* Dynamic shared memory of STAGES stages plus 1 KB to align them. */
-static inline int tc_stage_smem(int bm, int bn, int stages) { return stages * (bm + bn) * TC_ROW_BYTES + 1024; }
+static inline int tc_stage_smem(int bm, int bn, int stages)
+{
+    return stages * (bm + bn) * TC_ROW_BYTES + 1024;
+}
 
 #define TC_WGMMA_STAGES 4
 
-template <typename T>
-static inline void tc_wgmma_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                   float *C)
+template <typename T> static inline void
+tc_wgmma_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
     constexpr int BN = 128;
     tc_wgmma_require(K, A, Bt);
@@ -157,14 +161,15 @@ static inline void tc_wgmma_launch(int M, int N, int K, float alpha, const T *A,
     }
     CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, BN);
     dim3 grid(sgemm_ceil_div(N, BN), sgemm_ceil_div(M, 128));
-    tc_wgmma_kernel<T, BN, TC_WGMMA_STAGES><<<grid, 256, smem>>>(ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C));
+    tc_wgmma_kernel<T, BN, TC_WGMMA_STAGES>
+        <<<grid, 256, smem>>>(ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C));
     CHECK_LAUNCH();
 }
 
 /* ------------------------------------------------------------------ the launchers */
 
-static inline void tc_wgmma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt, float beta,
-                                 float *C)
+static inline void tc_wgmma_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
+                                 float beta, float *C)
 {
     tc_wgmma_launch(M, N, K, alpha, A, Bt, beta, C);
 }

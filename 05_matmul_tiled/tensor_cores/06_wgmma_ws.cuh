@@ -15,7 +15,7 @@
 
 /* ------------------------------------------------------------------ step 6: warp specialization */
 
-/* Tile number -> origin, in tensor_cores/swizzle.h's groups of 8 tile rows: consecutive tiles (running
+/* Tile number -> origin, in swizzle.h's groups of 8 tile rows: consecutive tiles (running
  * on the SMs at the same time) share 8 row panels of A and a few column panels of Bt, which
  * stay in L2. */
 __device__ __forceinline__ void tc_tile_origin(int tile, int tiles_m, int tiles_n, int bm, int bn,
@@ -32,8 +32,9 @@ __device__ __forceinline__ void tc_tile_origin(int tile, int tiles_m, int tiles_
  * (wait_group 1: one group stays in flight) hand that stage back with release(stage).
  * `it` counts the stages used so far, across tiles: stage it % STAGES, phase it / STAGES. */
 template <typename T, int BN, int STAGES, typename Release>
-__device__ __forceinline__ void tc_consume_tile(float (&d)[BN / 2], uint8_t *smem, int stage_bytes, int a_bytes,
-                                                int rows, uint64_t *full, int k_count, int &it, Release release)
+__device__ __forceinline__ void tc_consume_tile(float (&d)[BN / 2], uint8_t *smem, int stage_bytes,
+                                                int a_bytes, int rows, uint64_t *full, int k_count,
+                                                int &it, Release release)
 {
 #ifdef TC_WGMMA_DEVICE
 #pragma unroll
@@ -66,8 +67,9 @@ __device__ __forceinline__ void tc_consume_tile(float (&d)[BN / 2], uint8_t *sme
  * rise to 232 (setmaxnreg): 128 accumulators a thread plus addresses. */
 template <typename T, int BN, int STAGES, int CONSUMERS, int EPI>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
-tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                   int M, int N, int K, float alpha, float beta, float *C, bool pairs, int split_tiles)
+    tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
+                       const __grid_constant__ CUtensorMap map_b, int M, int N, int K, float alpha,
+                       float beta, float *C, bool pairs, int split_tiles)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 64 * CONSUMERS, BK = TcWgType<T>::BK;
@@ -127,8 +129,8 @@ tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
 /* The warp-specialized kernel: blocks = 0 gives one block per tile, else a persistent grid
  * of that many blocks; splits > 1 (64x128 tiles only) cuts K into that many grid layers. */
 template <typename T, int BN, int CONSUMERS, int EPI>
-static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                      float *C, int blocks, int splits)
+static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T *A, const T *Bt,
+                                      float beta, float *C, int blocks, int splits)
 {
     constexpr int BM = 64 * CONSUMERS, STAGES = TC_WS_STAGES;
     tc_wgmma_require(K, A, Bt);
@@ -155,8 +157,8 @@ static inline void tc_wgmma_ws_bf16(int M, int N, int K, float alpha, const bf16
 {
     tc_wgmma_ws_launch<bf16, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
 }
-static inline void tc_wgmma_ws_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
-                                    float beta, float *C)
+static inline void tc_wgmma_ws_tf32(int M, int N, int K, float alpha, const float *A,
+                                    const float *Bt, float beta, float *C)
 {
     tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
 }

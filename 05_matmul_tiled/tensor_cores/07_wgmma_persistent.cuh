@@ -9,15 +9,17 @@
 
 #include "05_matmul_tiled/tensor_cores/06_wgmma_ws.cuh"
 
-static inline void tc_wgmma_persistent_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                            float beta, float *C)
+static inline void tc_wgmma_persistent_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                            const bf16 *Bt, float beta, float *C)
 {
-    tc_wgmma_ws_launch<bf16, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
+    int blocks = sgemm_sm_count(); /* one per SM */
+    tc_wgmma_ws_launch<bf16, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, blocks, 1);
 }
 static inline void tc_wgmma_persistent_tf32(int M, int N, int K, float alpha, const float *A,
                                             const float *Bt, float beta, float *C)
 {
-    tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, sgemm_sm_count(), 1);
+    int blocks = sgemm_sm_count(); /* one per SM */
+    tc_wgmma_ws_launch<float, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, blocks, 1);
 }
 
 #endif

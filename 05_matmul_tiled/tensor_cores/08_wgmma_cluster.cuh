@@ -1,7 +1,7 @@
 /* Chapter 05, part two, step 8: one load feeding two SMs, TMA multicast in a cluster (sm_90a).
  *
- *   tc_wgmma_cluster_<t>  the persistent warp-specialized kernel of tensor_cores/07_wgmma_persistent.cuh, launched
- *                         in clusters of two blocks that always work on two vertically
+ *   tc_wgmma_cluster_<t>  the persistent warp-specialized kernel (07_wgmma_persistent.cuh),
+ *                         launched in clusters of two blocks that always work on two vertically
  *                         adjacent 128x256 tiles of C. Both tiles need the same 256 rows of
  *                         Bt, so each block's producer loads its own 128 rows of A and *half*
  *                         of those 256 rows, multicast: the copy engine writes that half into
@@ -18,7 +18,7 @@
  *     barrier after the initialization), and neither block exits while the other may still
  *     write into its shared memory or arrive on its barriers (one more at the end);
  *   - the tiles are dealt in pairs: pair p is tile row 2 pm + rank, column tn, where (pm, tn)
- *     walks tensor_cores/swizzle.h's grouped order over the pairs. With an odd number of tile rows
+ *     walks swizzle.h's grouped order over the pairs. With an odd number of tile rows
  *     the last pair's lower tile lies below C: TMA fills its A with zeros, it still loads
  *     its half of Bt for the other block, and it stores nothing.
  * The grid has as many clusters as fit at once (cudaOccupancyMaxActiveClusters: a cluster's
@@ -41,10 +41,10 @@ __device__ __forceinline__ void tc_cluster_release(uint64_t *empty, unsigned pee
     }
 }
 
-template <typename T, int STAGES>
-__global__ void __launch_bounds__(384, 1)
-tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                        int M, int N, int K, float alpha, float beta, float *C, bool pairs)
+template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
+    tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a,
+                            const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
+                            float alpha, float beta, float *C, bool pairs)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = TC_CLUSTER_BM, BN = TC_CLUSTER_BN, BK = TcWgType<T>::BK;
@@ -56,7 +56,8 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
     uint8_t *smem = tc_align1024(tc_smem_raw);
     const unsigned rank = tc_cluster_rank(), peer = rank ^ 1u;
     const int wg = threadIdx.x / 128;
-    const int tiles_n = (N + BN - 1) / BN, pair_rows = ((M + BM - 1) / BM + 1) / 2, pair_tiles = pair_rows * tiles_n;
+    const int tiles_n = (N + BN - 1) / BN, pair_rows = ((M + BM - 1) / BM + 1) / 2,
+              pair_tiles = pair_rows * tiles_n;
     const int cluster = blockIdx.x / 2, clusters = gridDim.x / 2, k_count = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -75,8 +76,9 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
             for (int kt = 0; kt < k_count; kt++, it++) {
                 int s = it % STAGES;
                 uint8_t *st = smem + s * STAGE_BYTES;
-                tc_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1); /* both blocks' consumers are done */
-                tc_mbar_arrive_expect(&full[s], STAGE_BYTES);     /* own A, both halves of Bt */
+                /* both blocks' consumers are done with the stage */
+                tc_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                tc_mbar_arrive_expect(&full[s], STAGE_BYTES); /* own A, both halves of Bt */
                 tc_tma_load(st, &map_a, &full[s], kt * BK, m0);
                 tc_tma_load_multicast(st + A_BYTES + rank * HALF_B_BYTES, &map_b, &full[s], kt * BK,
                                       n0 + (int)rank * (BN / 2), 0x3);
@@ -90,9 +92,11 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
             tc_tile_grouped(p, pair_rows, tiles_n, &pm, &tn);
             int m0 = (2 * pm + (int)rank) * BM, n0 = tn * BN;
             float d[BN / 2];
-            tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
-                                           [&](int stage) { tc_cluster_release(&empty[stage], peer); });
-            if (m0 + rows < M) tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
+            tc_consume_tile<T, BN, STAGES>(
+                d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
+                [&](int stage) { tc_cluster_release(&empty[stage], peer); });
+            if (m0 + rows < M)
+                tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
         }
     }
     tc_cluster_sync(); /* the other block may still be writing into this one */
@@ -100,11 +104,11 @@ tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_
 }
 
 /* The launch of tc_wgmma_cluster_kernel<T>: 384 threads, the stages, clusters of two. */
-template <typename T>
-struct TcClusterLaunch {
+template <typename T> struct TcClusterLaunch {
     cudaLaunchAttribute cluster_dim;
     cudaLaunchConfig_t cfg;
-    void (*kernel)(const CUtensorMap, const CUtensorMap, int, int, int, float, float, float *, bool);
+    void (*kernel)(const CUtensorMap, const CUtensorMap, int, int, int, float, float, float *,
+                   bool);
     TcClusterLaunch()
     {
         kernel = tc_wgmma_cluster_kernel<T, TC_WS_STAGES>;
@@ -123,17 +127,18 @@ struct TcClusterLaunch {
 /* How many clusters of two blocks are resident at once on this GPU (a cluster's blocks must
  * sit in one GPC, so this can be fewer than SMs / 2); the first call sets the kernel's
  * shared-memory limit. */
-template <typename T>
-static inline int tc_wgmma_cluster_fit(void)
+template <typename T> static inline int tc_wgmma_cluster_fit(void)
 {
     static int fit = 0;
     if (!fit) {
         TcClusterLaunch<T> l;
-        CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.cfg.dynamicSmemBytes));
+        CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)l.cfg.dynamicSmemBytes));
         l.cfg.gridDim = dim3(2 * sgemm_sm_count());
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, l.kernel, &l.cfg));
         if (fit < 1) {
-            fprintf(stderr, "wgmma_cluster: no cluster of two blocks of %zu bytes fits on this GPU\n",
+            fprintf(stderr,
+                    "wgmma_cluster: no cluster of two blocks of %zu bytes fits on this GPU\n",
                     l.cfg.dynamicSmemBytes);
             exit(1);
         }
@@ -142,26 +147,28 @@ static inline int tc_wgmma_cluster_fit(void)
 }
 
 /* Launches as many clusters of two as fit at once, or fewer when C has fewer tile pairs. */
-template <typename T>
-static inline void tc_wgmma_cluster(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+template <typename T> static inline void
+tc_wgmma_cluster(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
     tc_wgmma_require(K, A, Bt);
     int fit = tc_wgmma_cluster_fit<T>();
     TcClusterLaunch<T> l;
     int pair_tiles = (sgemm_ceil_div(M, TC_CLUSTER_BM) + 1) / 2 * sgemm_ceil_div(N, TC_CLUSTER_BN);
     l.cfg.gridDim = dim3(2 * (pair_tiles < fit ? pair_tiles : fit));
-    CUtensorMap ma = tc_tensor_map(A, M, K, TC_CLUSTER_BM), mb = tc_tensor_map(Bt, N, K, TC_CLUSTER_BN / 2);
-    CUDA_CHECK(cudaLaunchKernelEx(&l.cfg, l.kernel, ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C)));
+    CUtensorMap ma = tc_tensor_map(A, M, K, TC_CLUSTER_BM),
+                mb = tc_tensor_map(Bt, N, K, TC_CLUSTER_BN / 2);
+    CUDA_CHECK(
+        cudaLaunchKernelEx(&l.cfg, l.kernel, ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C)));
     CHECK_LAUNCH();
 }
 
-static inline void tc_wgmma_cluster_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                         float beta, float *C)
+static inline void tc_wgmma_cluster_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                         const bf16 *Bt, float beta, float *C)
 {
     tc_wgmma_cluster(M, N, K, alpha, A, Bt, beta, C);
 }
-static inline void tc_wgmma_cluster_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
-                                         float beta, float *C)
+static inline void tc_wgmma_cluster_tf32(int M, int N, int K, float alpha, const float *A,
+                                         const float *Bt, float beta, float *C)
 {
     tc_wgmma_cluster(M, N, K, alpha, A, Bt, beta, C);
 }

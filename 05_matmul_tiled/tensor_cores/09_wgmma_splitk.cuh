@@ -20,9 +20,9 @@ static inline int tc_wgmma_splits(int M, int N, int K, int bk)
 
 /* 64x128 tiles, K split into `splits` grid layers (one layer: a plain store); the launch
  * rounds the count to one that leaves no layer empty. */
-template <typename T>
-static inline void tc_wgmma_splitk_by(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta,
-                                      float *C, int splits)
+template <typename T> static inline void tc_wgmma_splitk_by(int M, int N, int K, float alpha,
+                                                            const T *A, const T *Bt, float beta,
+                                                            float *C, int splits)
 {
     if (splits <= 1)
         tc_wgmma_ws_launch<T, 128, 1, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
@@ -31,18 +31,18 @@ static inline void tc_wgmma_splitk_by(int M, int N, int K, float alpha, const T 
 }
 
 /* The same with tc_wgmma_splits' count. */
-template <typename T>
-static inline void tc_wgmma_splitk(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+template <typename T> static inline void
+tc_wgmma_splitk(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
     tc_wgmma_splitk_by(M, N, K, alpha, A, Bt, beta, C, tc_wgmma_splits(M, N, K, TcWgType<T>::BK));
 }
-static inline void tc_wgmma_splitk_bf16(int M, int N, int K, float alpha, const bf16 *A, const bf16 *Bt,
-                                        float beta, float *C)
+static inline void tc_wgmma_splitk_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                        const bf16 *Bt, float beta, float *C)
 {
     tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
 }
-static inline void tc_wgmma_splitk_tf32(int M, int N, int K, float alpha, const float *A, const float *Bt,
-                                        float beta, float *C)
+static inline void tc_wgmma_splitk_tf32(int M, int N, int K, float alpha, const float *A,
+                                        const float *Bt, float beta, float *C)
 {
     tc_wgmma_splitk(M, N, K, alpha, A, Bt, beta, C);
 }

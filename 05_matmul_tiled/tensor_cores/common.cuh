@@ -42,7 +42,8 @@ static inline void tc_prescale(float *C, int M, int N, float beta)
  * it (pairs: N even and C 8-byte aligned), else one or two 4-byte ones inside the matrix. */
 
 /* C's pair at (r, c), zeros outside the matrix. */
-__device__ __forceinline__ float2 tc_load_pair(const float *C, int M, int N, int r, int c, bool pairs)
+__device__ __forceinline__ float2 tc_load_pair(const float *C, int M, int N, int r, int c,
+                                               bool pairs)
 {
     float2 v = make_float2(0.0f, 0.0f);
     if (r >= M || c >= N) return v;
@@ -53,7 +54,8 @@ __device__ __forceinline__ float2 tc_load_pair(const float *C, int M, int N, int
     return v;
 }
 
-__device__ __forceinline__ void tc_put_pair(float *C, int M, int N, int r, int c, float2 v, bool pairs)
+__device__ __forceinline__ void tc_put_pair(float *C, int M, int N, int r, int c, float2 v,
+                                            bool pairs)
 {
     if (r >= M || c >= N) return;
     float *p = C + (size_t)r * N + c;
@@ -70,27 +72,33 @@ __device__ __forceinline__ void tc_put_pair(float *C, int M, int N, int r, int c
  * it (the compiler cannot move a read of C above a write to C: they might overlap), and a
  * 64 x 256 tile of accumulators has 128 pairs a thread. beta == 0 never reads C. */
 template <int P>
-__device__ __forceinline__ void tc_store_pairs(float *C, int M, int N, const int (&r)[P], const int (&c)[P],
-                                               const float2 (&v)[P], float alpha, float beta, bool pairs)
+__device__ __forceinline__ void tc_store_pairs(float *C, int M, int N, const int (&r)[P],
+                                               const int (&c)[P], const float2 (&v)[P], float alpha,
+                                               float beta, bool pairs)
 {
     float2 old[P];
 #pragma unroll
-    for (int p = 0; p < P; p++) old[p] = beta != 0.0f ? tc_load_pair(C, M, N, r[p], c[p], pairs) : make_float2(0.0f, 0.0f);
+    for (int p = 0; p < P; p++)
+        old[p] = beta != 0.0f ? tc_load_pair(C, M, N, r[p], c[p], pairs) : make_float2(0.0f, 0.0f);
 #pragma unroll
     for (int p = 0; p < P; p++)
-        tc_put_pair(C, M, N, r[p], c[p], make_float2(alpha * v[p].x + beta * old[p].x, alpha * v[p].y + beta * old[p].y),
+        tc_put_pair(C, M, N, r[p], c[p],
+                    make_float2(alpha * v[p].x + beta * old[p].x, alpha * v[p].y + beta * old[p].y),
                     pairs);
 }
 
 /* One pair (the epilogues that stage their tile through shared memory). */
-__device__ __forceinline__ void tc_store_pair(float *C, int M, int N, int r, int c, float v0, float v1,
-                                              float alpha, float beta, bool pairs)
+__device__ __forceinline__ void tc_store_pair(float *C, int M, int N, int r, int c, float v0,
+                                              float v1, float alpha, float beta, bool pairs)
 {
     const int rr[1] = {r}, cc[1] = {c};
     const float2 vv[1] = {make_float2(v0, v1)};
     tc_store_pairs<1>(C, M, N, rr, cc, vv, alpha, beta, pairs);
 }
 
-static inline bool tc_c_pairs(int N, const float *C) { return N % 2 == 0 && ((uintptr_t)C & 7) == 0; }
+static inline bool tc_c_pairs(int N, const float *C)
+{
+    return N % 2 == 0 && ((uintptr_t)C & 7) == 0;
+}
 
 #endif

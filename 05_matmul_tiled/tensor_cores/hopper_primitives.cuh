@@ -1,5 +1,5 @@
-/* Chapter 05, part two: the Hopper (sm_90a) primitives the wgmma versions (tensor_cores/05_wgmma.cuh to 09_wgmma_splitk.cuh)
- * are built from, each a line or two of inline PTX.
+/* Chapter 05, part two: the Hopper (sm_90a) primitives the wgmma versions (05_wgmma.cuh to
+ * 09_wgmma_splitk.cuh) are built from, each a line or two of inline PTX.
  *
  * - TMA (cp.async.bulk.tensor): one thread hands the copy engine a tensor map (the matrix's
  *   shape, strides, and the box to copy, made once on the host) and two coordinates; the
@@ -70,7 +70,9 @@ __device__ __forceinline__ uint8_t *tc_align1024(uint8_t *p)
 
 __device__ __forceinline__ void tc_mbar_init(uint64_t *bar, unsigned count)
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(tc_smem_addr(bar)), "r"(count));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
+                 :
+                 : "r"(tc_smem_addr(bar)), "r"(count));
 }
 
 /* Makes the initialized barriers visible to the copy engine (the async proxy). */
@@ -81,14 +83,18 @@ __device__ __forceinline__ void tc_mbar_fence_init(void)
 
 __device__ __forceinline__ void tc_mbar_arrive_expect(uint64_t *bar, unsigned bytes)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(tc_smem_addr(bar)),
-                 "r"(bytes)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :
+                 : "r"(tc_smem_addr(bar)), "r"(bytes)
                  : "memory");
 }
 
 __device__ __forceinline__ void tc_mbar_arrive(uint64_t *bar)
 {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(tc_smem_addr(bar)) : "memory");
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+                 :
+                 : "r"(tc_smem_addr(bar))
+                 : "memory");
 }
 
 __device__ __forceinline__ void tc_mbar_wait(uint64_t *bar, unsigned parity)
@@ -98,22 +104,25 @@ __device__ __forceinline__ void tc_mbar_wait(uint64_t *bar, unsigned parity)
                  "TC_WAIT:\n"
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  "@!done bra TC_WAIT;\n"
-                 "}\n" ::"r"(tc_smem_addr(bar)),
-                 "r"(parity)
+                 "}\n"
+                 :
+                 : "r"(tc_smem_addr(bar)), "r"(parity)
                  : "memory");
 }
 
 /* One box of a 2-D tensor map into shared memory: column (K) c0, row c1. */
-__device__ __forceinline__ void tc_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
-                                            int c1)
+__device__ __forceinline__ void tc_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                            int c0, int c1)
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(tc_smem_addr(dst)),
-                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(tc_smem_addr(bar))
+                 " [%0], [%1, {%2, %3}], [%4];\n"
+                 :
+                 : "r"(tc_smem_addr(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1),
+                   "r"(tc_smem_addr(bar))
                  : "memory");
 }
 
-/* ---- clusters (tensor_cores/08_wgmma_cluster.cuh): blocks launched in groups that can reach each
+/* ---- clusters (08_wgmma_cluster.cuh): blocks launched in groups that can reach each
  * other's shared memory. A TMA copy with a CTA mask lands at the same shared-memory offset
  * in every block of the mask and counts its bytes on the mbarrier at the same offset in
  * each; an arrive can go to the mbarrier of another block of the cluster. */
@@ -129,15 +138,22 @@ __device__ __forceinline__ unsigned tc_cluster_rank(void)
 __device__ __forceinline__ void tc_cluster_sync(void)
 {
     asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+                 "barrier.cluster.wait.acquire;\n"
+                 :
+                 :
+                 : "memory");
 }
 
-__device__ __forceinline__ void tc_tma_load_multicast(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
-                                                      int c1, uint16_t cta_mask)
+__device__ __forceinline__ void tc_tma_load_multicast(void *dst, const CUtensorMap *map,
+                                                      uint64_t *bar, int c0, int c1,
+                                                      uint16_t cta_mask)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(tc_smem_addr(dst)),
-                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(tc_smem_addr(bar)), "h"(cta_mask)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :
+                 : "r"(tc_smem_addr(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1),
+                   "r"(tc_smem_addr(bar)), "h"(cta_mask)
                  : "memory");
 }
 
@@ -151,7 +167,9 @@ __device__ __forceinline__ void tc_mbar_arrive_cluster(uint64_t *bar, unsigned c
                  ".reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-                 "}\n" ::"r"(tc_smem_addr(bar)), "r"(cta)
+                 "}\n"
+                 :
+                 : "r"(tc_smem_addr(bar)), "r"(cta)
                  : "memory");
 }
 
@@ -163,8 +181,14 @@ __device__ __forceinline__ uint64_t tc_desc(const void *smem)
     return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
-__device__ __forceinline__ void tc_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void tc_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tc_wgmma_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void tc_wgmma_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
 template <int N> __device__ __forceinline__ void tc_wgmma_wait(void)
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
@@ -182,27 +206,29 @@ template <int R> __device__ __forceinline__ void tc_fence_regs(float (&d)[R])
 #define TC_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define TC_D16(i) TC_D4(i), TC_D4(i + 4), TC_D4(i + 8), TC_D4(i + 12)
 #define TC_D64(i) TC_D16(i), TC_D16(i + 16), TC_D16(i + 32), TC_D16(i + 48)
-#define TC_REGS64                                                                             \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                 \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
+#define TC_REGS64                                                                      \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define TC_REGS128                                                                            \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                 \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "        \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "        \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "        \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "  \
-    "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "    \
+#define TC_REGS128                                                                           \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "       \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "       \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "       \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "       \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "       \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, " \
+    "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "   \
     "%125, %126, %127}"
 
 /* d += A_slice * B_slice for one 32-byte K step: m64nNk16 (bf16) or m64nNk8 (tf32), N = 128
  * or 256, accumulating (scale-d = 1) in fp32. */
-template <typename T, int N> __device__ __forceinline__ void tc_wgmma(float (&d)[N / 2], uint64_t a, uint64_t b);
+template <typename T, int N>
+__device__ __forceinline__ void tc_wgmma(float (&d)[N / 2], uint64_t a, uint64_t b);
 
-template <> __device__ __forceinline__ void tc_wgmma<bf16, 128>(float (&d)[64], uint64_t a, uint64_t b)
+template <>
+__device__ __forceinline__ void tc_wgmma<bf16, 128>(float (&d)[64], uint64_t a, uint64_t b)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TC_REGS64
                  ", %64, %65, 1, 1, 1, 0, 0;\n"
@@ -210,7 +236,8 @@ template <> __device__ __forceinline__ void tc_wgmma<bf16, 128>(float (&d)[64], 
                  : "l"(a), "l"(b));
 }
 
-template <> __device__ __forceinline__ void tc_wgmma<bf16, 256>(float (&d)[128], uint64_t a, uint64_t b)
+template <>
+__device__ __forceinline__ void tc_wgmma<bf16, 256>(float (&d)[128], uint64_t a, uint64_t b)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " TC_REGS128
                  ", %128, %129, 1, 1, 1, 0, 0;\n"
@@ -218,7 +245,8 @@ template <> __device__ __forceinline__ void tc_wgmma<bf16, 256>(float (&d)[128],
                  : "l"(a), "l"(b));
 }
 
-template <> __device__ __forceinline__ void tc_wgmma<float, 128>(float (&d)[64], uint64_t a, uint64_t b)
+template <>
+__device__ __forceinline__ void tc_wgmma<float, 128>(float (&d)[64], uint64_t a, uint64_t b)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " TC_REGS64
                  ", %64, %65, 1, 1, 1;\n"
@@ -226,7 +254,8 @@ template <> __device__ __forceinline__ void tc_wgmma<float, 128>(float (&d)[64],
                  : "l"(a), "l"(b));
 }
 
-template <> __device__ __forceinline__ void tc_wgmma<float, 256>(float (&d)[128], uint64_t a, uint64_t b)
+template <>
+__device__ __forceinline__ void tc_wgmma<float, 256>(float (&d)[128], uint64_t a, uint64_t b)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TC_REGS128
                  ", %128, %129, 1, 1, 1;\n"
@@ -237,14 +266,15 @@ template <> __device__ __forceinline__ void tc_wgmma<float, 256>(float (&d)[128]
 /* One stage of this warpgroup's work: its 64 rows of A (a) times all BN rows of Bt (b),
  * 4 wgmma along the stage's 128 bytes of K. Advancing the descriptors by 32 bytes walks
  * along K inside the swizzled rows (the swizzle is applied to the final address). */
-template <typename T, int BN>
-__device__ __forceinline__ void tc_wgmma_stage(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b)
+template <typename T, int BN> __device__ __forceinline__ void
+tc_wgmma_stage(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b)
 {
 #pragma unroll
-    for (int k = 0; k < TC_K_STEPS; k++) tc_wgmma<T, BN>(d, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
+    for (int k = 0; k < TC_K_STEPS; k++)
+        tc_wgmma<T, BN>(d, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
 }
 
-/* ------------------------------------------------------------------ host side: where they run, tensor maps */
+/* ------------------------------------------------------------------ host side */
 
 /* Which kernels this binary and GPU can run: the device code above exists only in an sm_90a
  * build, and only a compute capability 9.0 GPU runs it. */
@@ -266,8 +296,8 @@ static inline const char *tc_wgmma_unavailable(void)
         int major = current_device_attribute(cudaDevAttrComputeCapabilityMajor);
         int minor = current_device_attribute(cudaDevAttrComputeCapabilityMinor);
         if (major != 9 || minor != 0) {
-            snprintf(why, sizeof why, "wgmma and TMA need a Hopper GPU (sm_90); this one is sm_%d%d",
-                     major, minor);
+            snprintf(why, sizeof why,
+                     "wgmma and TMA need a Hopper GPU (sm_90); this one is sm_%d%d", major, minor);
             state = 1;
         } else {
             int *d_built, built = 0;
@@ -276,8 +306,9 @@ static inline const char *tc_wgmma_unavailable(void)
             CHECK_LAUNCH();
             CUDA_CHECK(cudaMemcpy(&built, d_built, sizeof(int), cudaMemcpyDeviceToHost));
             CUDA_CHECK(cudaFree(d_built));
-            snprintf(why, sizeof why, "this build has no sm_90a code (build with ARCH=sm_90 or the "
-                                      "default architecture list)");
+            snprintf(why, sizeof why,
+                     "this build has no sm_90a code (build with ARCH=sm_90 or the "
+                     "default architecture list)");
             state = built ? 0 : 2;
         }
     }
@@ -304,7 +335,8 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 tc_encode_fn(void)
     if (!fn) {
         void *p = NULL;
         cudaDriverEntryPointQueryResult q;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                                    cudaEnableDefault, &q));
         if (q != cudaDriverEntryPointSuccess || !p) {
             fprintf(stderr, "cuTensorMapEncodeTiled is not available from this driver\n");
             exit(1);
@@ -324,11 +356,13 @@ static inline CUtensorMap tc_tensor_map(const T *base, int rows, int K, int box_
     cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(T)};
     cuuint32_t box[2] = {(cuuint32_t)TcWgType<T>::BK, (cuuint32_t)box_rows};
     cuuint32_t step[2] = {1, 1};
-    CUresult r = tc_encode_fn()(&map, TcWgType<T>::MAP, 2, (void *)base, dims, strides, box, step,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r =
+        tc_encode_fn()(&map, TcWgType<T>::MAP, 2, (void *)base, dims, strides, box, step,
+                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed (error %d) for a %d x %d matrix\n", (int)r, rows, K);
+        fprintf(stderr, "cuTensorMapEncodeTiled failed (error %d) for a %d x %d matrix\n", (int)r,
+                rows, K);
         exit(1);
     }
     return map;

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-/* What the plain-C headers of the tensor-core ladder (this one, tensor_cores/swizzle.h) mark their
+/* What the plain-C headers of the tensor-core ladder (this one, swizzle.h) mark their
  * functions with: host and device under nvcc, nothing under a C compiler. */
 #ifdef __CUDACC__
 #define TC_HD __host__ __device__

@@ -1,6 +1,6 @@
 /* Chapter 05, part two: where the portable tensor-core versions keep a tile in shared memory,
  * which addresses their ldmatrix instructions read, and in which order their blocks run.
- * Plain C: the kernels (tensor_cores/01_wmma.cuh, tensor_cores/02_mma.cuh) and the host test
+ * Plain C: the kernels (01_wmma.cuh, 02_mma.cuh) and the host test
  * tests/host/test_05_swizzle.c include the same functions.
  *
  * A tile is ROWS rows of 128 bytes (64 bf16 or 32 floats of K), each row eight 16-byte
@@ -44,13 +44,19 @@ static inline TC_HD unsigned tc_tile_offset(unsigned row, unsigned chunk, int sw
  * Operand A, one 16-row m-tile: matrices (rows 0-7, low chunk), (rows 8-15, low chunk),
  * (rows 0-7, high chunk), (rows 8-15, high chunk) = the fragment registers a0, a1, a2, a3. */
 static inline TC_HD unsigned tc_ldsm_a_row(unsigned lane) { return lane % 16u; }
-static inline TC_HD unsigned tc_ldsm_a_chunk(unsigned lane, unsigned kstep) { return 2u * kstep + lane / 16u; }
+static inline TC_HD unsigned tc_ldsm_a_chunk(unsigned lane, unsigned kstep)
+{
+    return 2u * kstep + lane / 16u;
+}
 
 /* Operand B (rows of Bt, i.e. columns n of B), two 8-column n-tiles per ldmatrix.x4:
  * matrices (n 0-7, low chunk), (n 0-7, high chunk), (n 8-15, low), (n 8-15, high) = b0, b1
  * of the first n-tile, then b0, b1 of the second. */
 static inline TC_HD unsigned tc_ldsm_b_row(unsigned lane) { return lane % 8u + 8u * (lane / 16u); }
-static inline TC_HD unsigned tc_ldsm_b_chunk(unsigned lane, unsigned kstep) { return 2u * kstep + (lane / 8u) % 2u; }
+static inline TC_HD unsigned tc_ldsm_b_chunk(unsigned lane, unsigned kstep)
+{
+    return 2u * kstep + (lane / 8u) % 2u;
+}
 
 /* The order of the blocks: tile number -> tile coordinates (tm, tn), in groups of 8 tile
  * rows, column by column inside a group. The blocks that run at the same time share 8 row
