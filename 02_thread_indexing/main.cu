@@ -220,8 +220,8 @@ static void bench_add(const Options *o, const DeviceInfo *info, MatrixSize m, co
     Matrices d;
     alloc_device(&d, m);
     fill_inputs(o, &d, m);
-    table_header(
-        "matrix add: GB/s counts 2 reads + 1 write per element; ceiling = a copy moving as many bytes");
+    table_header("matrix add: GB/s counts 2 reads + 1 write per element; "
+                 "ceiling = a copy moving as many bytes");
     double base_ms = 0.0;
     for (int v = 0; v < NADD; v++) {
         if (!kernel_selected(o, ADD_VERSIONS[v].name)) continue;
@@ -251,8 +251,8 @@ static void bench_transpose(const Options *o, const DeviceInfo *info, MatrixSize
     Matrices d;
     alloc_device(&d, m);
     fill_inputs(o, &d, m);
-    table_header(
-        "transpose: GB/s counts 1 read + 1 write per element; ceiling = a copy moving as many bytes");
+    table_header("transpose: GB/s counts 1 read + 1 write per element; "
+                 "ceiling = a copy moving as many bytes");
     double base_ms = 0.0;
     for (int v = 0; v < NTRANSPOSE; v++) {
         if (!kernel_selected(o, TRANSPOSE_VERSIONS[v].name)) continue;

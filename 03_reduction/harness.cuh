@@ -124,10 +124,10 @@ static inline int reduce_check_size(const ReduceVersion *versions, int count, co
 static inline int reduce_check_sizes(const ReduceVersion *versions, int count, const Options *o,
                                      const long long *sizes, int nsizes, const char *what)
 {
-    printf(
-        "\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against (2 sqrt(n) + 3 log2(n + 1) + 16) * 2^-24;\n"
-        "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n",
-        what, o->seed);
+    printf("\ncheck %s(seed %llu): random inputs: |gpu - ref| / sum|x| against "
+           "(2 sqrt(n) + 3 log2(n + 1) + 16) * 2^-24;\n"
+           "integer inputs: every partial sum is exact, so |gpu - ref| must be 0\n",
+           what, o->seed);
     int failures = 0;
     for (int s = 0; s < size_count(o, nsizes); s++)
         failures += reduce_check_size(versions, count, o, (int)size_at(o, sizes, s));

@@ -5,7 +5,8 @@
  *   v3_sequential   sequential addressing: conflict-free
  *   v4_first_add    each thread adds two elements while loading: half the blocks
  *   v5_warp_shuffle the last warp finishes with __shfl_down_sync, no barriers
- *   v6_grid_stride  a fixed grid, many elements per thread, float4 loads; a second pass of one block
+ *   v6_grid_stride  a fixed grid, many elements per thread, float4 loads; a second pass of
+ *                   one block
  *   v7_single_pass  v6 plus "last block done": one launch gives the final sum
  *
  * v1..v5 write one partial sum per block and are applied again to the partials until one

@@ -38,7 +38,8 @@ static const long long BENCH_SIZES[] = {1LL << 28, 1LL << 24};
 
 static const ProgramSpec SPEC = {
     "reduction",
-    "Chapter 03: the sum of n floats, seven versions from a divergent tree to a single pass, against CUB.",
+    "Chapter 03: the sum of n floats, seven versions from a divergent tree to a single pass, "
+    "against CUB.",
     "number of floats, up to 2147483647 (check default: 1,2,3,1023,1025,999983,2^24,2^28;\n"
     "                   bench default: 2^28,2^24)",
     NULL,

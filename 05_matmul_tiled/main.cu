@@ -6,17 +6,17 @@
  * shape in the same run; --sweep adds the fp32 shape sweep.
  * This file holds the version tables, the shapes, the command line and main; check.cuh the
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
- * ceilings.cuh the cuBLAS calls, tc_driver.cuh the tensor-core tables' check and bench,
+ * ceilings.cuh the cuBLAS calls, driver/tc_driver.cuh the tensor-core tables' check and bench,
  * shape_sweep.cuh the shape sweep. */
-#include "bench.cuh"
-#include "ceilings.cuh"
-#include "check.cuh"
+#include "05_matmul_tiled/driver/bench.cuh"
+#include "05_matmul_tiled/driver/ceilings.cuh"
+#include "05_matmul_tiled/driver/check.cuh"
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
-#include "driver.cuh"
-#include "kernels.cuh"
-#include "shape_sweep.cuh"
-#include "tc_driver.cuh"
+#include "05_matmul_tiled/driver/driver.cuh"
+#include "05_matmul_tiled/kernels.cuh"
+#include "05_matmul_tiled/driver/shape_sweep.cuh"
+#include "05_matmul_tiled/driver/tc_driver.cuh"
 
 /* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
  * bench_shape take a table's last version as its ceiling). */
@@ -72,21 +72,55 @@ static const TcVersion<float> TC_TF32[] = {
 };
 #define NTC_BF16 (int)(sizeof TC_BF16 / sizeof TC_BF16[0])
 #define NTC_TF32 (int)(sizeof TC_TF32 / sizeof TC_TF32[0])
-static const char *const KERNEL_NAMES[] = {
-    "naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "padded",
-    "warptile", "double_buffer", "hopper", "hopper_small", "splitk", "splitk_8x8",
-    "streamk", "thin_m", "thin_n", "thin_n_8x8", "gemv", "best", "cublas", "wmma_bf16", "mma_bf16", "mma_swizzle_bf16", "mma_pipeline_bf16", "wgmma_bf16",
-    "wgmma_ws_bf16", "wgmma_persistent_bf16", "wgmma_cluster_bf16", "wgmma_splitk_bf16", "best_bf16", "cublas_bf16",
-    "wmma_tf32", "mma_pipeline_tf32", "wgmma_tf32", "wgmma_ws_tf32", "wgmma_persistent_tf32",
-    "wgmma_cluster_tf32", "wgmma_splitk_tf32", "best_tf32", "cublas_tf32", NULL};
+static const char *const KERNEL_NAMES[] = {"naive",
+                                           "coalesced",
+                                           "smem",
+                                           "blocktile_1d",
+                                           "blocktile_2d",
+                                           "vectorized",
+                                           "padded",
+                                           "warptile",
+                                           "double_buffer",
+                                           "hopper",
+                                           "hopper_small",
+                                           "splitk",
+                                           "splitk_8x8",
+                                           "streamk",
+                                           "thin_m",
+                                           "thin_n",
+                                           "thin_n_8x8",
+                                           "gemv",
+                                           "best",
+                                           "cublas",
+                                           "wmma_bf16",
+                                           "mma_bf16",
+                                           "mma_swizzle_bf16",
+                                           "mma_pipeline_bf16",
+                                           "wgmma_bf16",
+                                           "wgmma_ws_bf16",
+                                           "wgmma_persistent_bf16",
+                                           "wgmma_cluster_bf16",
+                                           "wgmma_splitk_bf16",
+                                           "best_bf16",
+                                           "cublas_bf16",
+                                           "wmma_tf32",
+                                           "mma_pipeline_tf32",
+                                           "wgmma_tf32",
+                                           "wgmma_ws_tf32",
+                                           "wgmma_persistent_tf32",
+                                           "wgmma_cluster_tf32",
+                                           "wgmma_splitk_tf32",
+                                           "best_tf32",
+                                           "cublas_tf32",
+                                           NULL};
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */
 static const int CHECK_SHAPES[][3] = {
-    {1, 1, 1}, {7, 13, 5}, {127, 129, 131}, {1000, 1, 4097}, {513, 1000, 77},
-    {256, 1024, 784}, {256, 10, 1024}, {784, 1024, 256}, {256, 1024, 10}, {1024, 10, 256},
-    {32, 1024, 784}, {784, 1024, 32}, {32, 10, 1024}, {1024, 10, 32}, {32, 1024, 10},
-    {4096, 4096, 4096}};
+    {1, 1, 1},       {7, 13, 5},       {127, 129, 131}, {1000, 1, 4097},
+    {513, 1000, 77}, {256, 1024, 784}, {256, 10, 1024}, {784, 1024, 256},
+    {256, 1024, 10}, {1024, 10, 256},  {32, 1024, 784}, {784, 1024, 32},
+    {32, 10, 1024},  {1024, 10, 32},   {32, 1024, 10},  {4096, 4096, 4096}};
 #define NCHECK (int)(sizeof CHECK_SHAPES / sizeof CHECK_SHAPES[0])
 #define NMLP 10 /* CHECK_SHAPES[5 .. 14] */
 static const int SWEEP_SIZES[] = {256, 512, 1024, 2048, 4096, 8192};
@@ -97,17 +131,18 @@ static const int SWEEP_SIZES[] = {256, 512, 1024, 2048, 4096, 8192};
  * chapter 07's tensor-core products in their A/Bt form (forward x W1 and dW1^T = dz1^T x,
  * at batch 256, its last partial batch of 96, and batch 32), then the bench size. */
 static const int TC_CHECK_SHAPES[][3] = {
-    {1, 1, 1}, {7, 13, 5}, {64, 64, 1}, {1, 1, 8}, {127, 129, 131}, {129, 257, 72}, {300, 20, 784},
-    {1000, 1, 4097}, {4096, 16, 512}, {256, 1024, 784}, {1024, 784, 256}, {96, 1024, 784},
-    {1024, 784, 96}, {32, 1024, 784}, {1024, 784, 32}, {4096, 4096, 4096}};
+    {1, 1, 1},       {7, 13, 5},       {64, 64, 1},      {1, 1, 8},
+    {127, 129, 131}, {129, 257, 72},   {300, 20, 784},   {1000, 1, 4097},
+    {4096, 16, 512}, {256, 1024, 784}, {1024, 784, 256}, {96, 1024, 784},
+    {1024, 784, 96}, {32, 1024, 784},  {1024, 784, 32},  {4096, 4096, 4096}};
 #define NTC_CHECK (int)(sizeof TC_CHECK_SHAPES / sizeof TC_CHECK_SHAPES[0])
 /* The tensor-core bench: squares, then chapter 07's tensor-core products. */
-static const int TC_BENCH_SHAPES[][3] = {
-    {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
-    {256, 1024, 784}, {1024, 784, 256}, {32, 1024, 784}, {1024, 784, 32}};
+static const int TC_BENCH_SHAPES[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                         {256, 1024, 784},   {1024, 784, 256},   {32, 1024, 784},
+                                         {1024, 784, 32}};
 #define NTC_BENCH (int)(sizeof TC_BENCH_SHAPES / sizeof TC_BENCH_SHAPES[0])
 
-/* --sweep: also the shape sweep (shape_sweep.h, shape_sweep.cuh). */
+/* --sweep: also the shape sweep (driver/shape_sweep.h, driver/shape_sweep.cuh). */
 static int sweep = 0;
 
 static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t errlen, void *ctx)
@@ -125,7 +160,8 @@ static const ProgramSpec SPEC = {
     "same precision.",
     "shapes: N (square) or MxNxK (A is MxK, B KxN), each dimension up to 65536\n"
     "                   (check default: 1x1x1, 7x13x5, 127x129x131, 1000x1x4097, 513x1000x77,\n"
-    "                   the chapter-07 MLP shapes, 4096, and for the tensor cores K = 1, K % 8 != 0,\n"
+    "                   the chapter-07 MLP shapes, 4096, and for the tensor cores K = 1, "
+    "K % 8 != 0,\n"
     "                   tall-skinny and chapter 07's tensor-core products; bench default: squares\n"
     "                   256..8192 and the MLP shapes, tensor cores 2048..8192 and the MLP shapes)",
     "  --sweep          also the fp32 shape sweep: squares N-1, N, N+1 around 1024..8192,\n"
@@ -133,7 +169,11 @@ static const ProgramSpec SPEC = {
     "                   (dimensions log-uniform in 1..8192, drawn from --seed); --check runs the\n"
     "                   versions sgemm_best uses on each, --bench times best, hopper and cuBLAS\n"
     "                   on each and sums up best's % of cuBLAS over every shape it timed\n",
-    KERNEL_NAMES, 3, 65536LL, parse_chapter_flag, &sweep};
+    KERNEL_NAMES,
+    3,
+    65536LL,
+    parse_chapter_flag,
+    &sweep};
 
 /* Whether --kernel selects a version of this table (without --kernel: every table). */
 template <typename V> static int table_selected(const Options *o, const V *table, int count)
@@ -146,13 +186,15 @@ template <typename V> static int table_selected(const Options *o, const V *table
 /* The i-th shape of a run: from -n if given, else from the defaults. */
 static Shape shape_at(const Options *o, const int (*defaults)[3], int i)
 {
-    return o->nsizes ? shape_of(&o->sizes[i]) : (Shape){defaults[i][0], defaults[i][1], defaults[i][2]};
+    return o->nsizes ? shape_of(&o->sizes[i])
+                     : (Shape){defaults[i][0], defaults[i][1], defaults[i][2]};
 }
 
 static int run_checks(const Options *o)
 {
     printf("\ncheck (seed %llu, alpha %g, beta 0 on a poisoned C and beta %g): normwise "
-           "relative error against a double-precision CPU product\n", o->seed, ALPHA, BETA);
+           "relative error against a double-precision CPU product\n",
+           o->seed, ALPHA, BETA);
     int failures = 0;
     if (table_selected(o, VERSIONS, NVERSIONS)) {
         for (int i = 0; i < (o->nsizes ? o->nsizes : NCHECK); i++)
@@ -160,12 +202,14 @@ static int run_checks(const Options *o)
         if (sweep) failures += check_sweep(o, VERSIONS, NVERSIONS);
     }
     if (table_selected(o, TC_BF16, NTC_BF16) || table_selected(o, TC_TF32, NTC_TF32)) {
-        printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference computed\n"
-               "from the rounded inputs):\n");
+        printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference "
+               "computed\nfrom the rounded inputs):\n");
         for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_CHECK); i++) {
             Shape s = shape_at(o, TC_CHECK_SHAPES, i);
-            if (table_selected(o, TC_BF16, NTC_BF16)) failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
-            if (table_selected(o, TC_TF32, NTC_TF32)) failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
+            if (table_selected(o, TC_BF16, NTC_BF16))
+                failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
+            if (table_selected(o, TC_TF32, NTC_TF32))
+                failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
         }
         if (!o->kernel && !o->nsizes) tc_precision_report(o->seed);
     }
@@ -185,14 +229,17 @@ static void run_bench(const Options *o, const DeviceInfo *info)
                 Shape s = {SWEEP_SIZES[i], SWEEP_SIZES[i], SWEEP_SIZES[i]};
                 bench_shape(o, info, s, VERSIONS, NVERSIONS, last_ms);
             }
-            for (int i = 5; i < 5 + NMLP; i++) bench_shape(o, info, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS, NULL);
+            for (int i = 5; i < 5 + NMLP; i++)
+                bench_shape(o, info, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS, NULL);
         }
         if (sweep) bench_sweep(o, info, VERSIONS, NVERSIONS);
     }
-    if (!tc_wgmma_unavailable() && (kernel_selected(o, "wgmma_cluster_bf16") || kernel_selected(o, "wgmma_cluster_tf32"))) {
+    if (!tc_wgmma_unavailable() &&
+        (kernel_selected(o, "wgmma_cluster_bf16") || kernel_selected(o, "wgmma_cluster_tf32"))) {
         int clusters = tc_wgmma_cluster_fit<bf16>();
-        printf("\nwgmma_cluster: %d clusters of two blocks are resident at once, on %d of the %d SMs\n", clusters,
-               2 * clusters, sgemm_sm_count());
+        printf("\nwgmma_cluster: %d clusters of two blocks are resident at once, on %d of the "
+               "%d SMs\n",
+               clusters, 2 * clusters, sgemm_sm_count());
     }
     for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_BENCH); i++) {
         Shape s = shape_at(o, TC_BENCH_SHAPES, i);
@@ -206,8 +253,9 @@ int main(int argc, char **argv)
     Options o;
     parse_args(argc, argv, &SPEC, &o);
     for (int i = 0; i < o.nsizes; i++)
-        if (o.sizes[i].ndims == 2) cli_fail(&SPEC, "size '%lldx%lld': give N or MxNxK",
-                                            o.sizes[i].dim[0], o.sizes[i].dim[1]);
+        if (o.sizes[i].ndims == 2)
+            cli_fail(&SPEC, "size '%lldx%lld': give N or MxNxK", o.sizes[i].dim[0],
+                     o.sizes[i].dim[1]);
     DeviceInfo info;
     get_device_info(&info);
     print_device_info(&info);

@@ -38,9 +38,9 @@ static void query_pcie_link(PcieLink *l)
     if (got == 4) l->nominal_gbs = sp_pcie_gbs(l->gen_max, l->width_max);
     if (l->nominal_gbs > 0.0) {
         snprintf(l->name, sizeof l->name, "pcie_gen%d_x%d", l->gen_max, l->width_max);
-        printf(
-            "PCIe link (nvidia-smi): gen %d x%d now, gen %d x%d at most; nominal %.2f GB/s per direction\n",
-            l->gen_cur, l->width_cur, l->gen_max, l->width_max, l->nominal_gbs);
+        printf("PCIe link (nvidia-smi): gen %d x%d now, gen %d x%d at most; "
+               "nominal %.2f GB/s per direction\n",
+               l->gen_cur, l->width_cur, l->gen_max, l->width_max, l->nominal_gbs);
     } else {
         snprintf(l->name, sizeof l->name, "pcie_unknown");
         printf("PCIe link: nvidia-smi did not say; bandwidth rows have no ceiling\n");

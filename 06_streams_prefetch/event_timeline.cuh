@@ -6,7 +6,9 @@
  *
  *   Timeline *tl = ...;  tl->count = 0;
  *   cudaEventRecord(origin, s);
- *   int i = sp_op_begin(tl, s, "compute", "kernel", chunk);  ... the op on s ...  sp_op_end(tl, i, s);
+ *   int i = sp_op_begin(tl, s, "compute", "kernel", chunk);
+ *   ... the op on s ...
+ *   sp_op_end(tl, i, s);
  *   ... synchronize ...
  *   timeline_write_header(f);  timeline_write(f, "pipeline name", tl, origin);
  *

@@ -7,8 +7,8 @@ Every CSV in RESULTS_DIR (one per GPU, columns as in common/report.h) is read; f
 chapter a figure plots/<chapter>.png gets one panel per unit: a bar chart of every
 version against its ceiling where the unit was measured at one size, and a line per
 version across sizes where it was measured at several. A chapter folder may hold
-plot_extra.py with draw(rows, out_dir) for figures of its own (timelines, curves), and
-main_rows(rows) to choose the rows of the main figure.
+plot_extra.py (in the folder or in its driver/ folder) with draw(rows, out_dir) for figures
+of its own (timelines, curves), and main_rows(rows) to choose the rows of the main figure.
 """
 import argparse
 import csv
@@ -129,9 +129,11 @@ def draw_chapter(chapter, rows, out_dir):
 
 
 def load_extra(chapter):
-    """The chapter's own plot_extra.py as a module, or None if it has none."""
-    path = os.path.join(ROOT, chapter, "plot_extra.py")
-    if not os.path.exists(path):
+    """The chapter's own plot_extra.py (NN_topic/ or NN_topic/driver/) as a module, or None
+    if it has none."""
+    paths = [os.path.join(ROOT, chapter, sub, "plot_extra.py") for sub in ("", "driver")]
+    path = next((p for p in paths if os.path.exists(p)), None)
+    if path is None:
         return None
     spec = importlib.util.spec_from_file_location(f"plot_extra_{chapter}", path)
     module = importlib.util.module_from_spec(spec)

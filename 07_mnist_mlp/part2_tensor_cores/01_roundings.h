@@ -1,7 +1,7 @@
 /* Chapter 07: the low-precision copies of the tensor-core trainers
  * (part2_tensor_cores/01_tc_steps.cuh) as pure functions: how an fp32 value is rounded to bf16 or
- * to TF32 (chapter 05's tc_round.h, which also rounds chapter 05's TF32 check inputs), how bf16
- * values are packed for one wide store, and where the kernels of
+ * to TF32 (chapter 05's tensor_cores/round.h, which also rounds chapter 05's TF32 check
+ * inputs), how bf16 values are packed for one wide store, and where the kernels of
  * part2_tensor_cores/01_tc_kernels.cuh write their transposed copies. Plain C: the kernels and the
  * host test tests/host/test_07_lowp.c include the same functions, except that the kernels round to
  * bf16 with the GPU's own instruction (MlpBf16::pack2 in part2_tensor_cores/01_tc_kernels.cuh: the
@@ -20,7 +20,8 @@
 #ifndef CH07_LOWP_H
 #define CH07_LOWP_H
 
-#include "05_matmul_tiled/tc_round.h" /* tc_float_bits, tc_bf16_bits, tc_round_tf32, ... */
+/* tc_float_bits, tc_bf16_bits, tc_round_tf32, ... */
+#include "05_matmul_tiled/tensor_cores/round.h"
 
 #ifdef __CUDACC__
 #define MLP_HD __host__ __device__

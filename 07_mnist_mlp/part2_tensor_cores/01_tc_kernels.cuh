@@ -2,7 +2,7 @@
  * part2_tensor_cores/01_tc_steps.cuh).
  *
  * Their two big products are chapter 05's tensor-core GEMMs (tc_best_tf32, tc_best_bf16),
- * whose contract (05_matmul_tiled/tc_common.cuh) is C = alpha A B + beta C with A (M x K)
+ * whose contract (05_matmul_tiled/tensor_cores/common.cuh) is C = alpha A B + beta C with A (M x K)
  * and B *transposed*, Bt (N x K), both row-major, K-contiguous, in bf16 or in fp32 read as
  * TF32. So each operand must exist in that layout and precision:
  *
@@ -25,7 +25,7 @@
 #ifndef CH07_KERNELS_TC_CUH
 #define CH07_KERNELS_TC_CUH
 
-#include "05_matmul_tiled/tc_best.cuh"
+#include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "07_mnist_mlp/kernels.cuh"
 
 /* bf16 operands: x, xt, W1t and dz1t hold bf16 (half of fp32's bytes). */

@@ -1,7 +1,7 @@
 /* Chapter 07: the bf16 trainer's dW1 product inside the backward kernel
  * (part1_fused/08_backward_kernel.cuh), on tensor cores: mma.sync m16n8k16 of chapter 05
- * (05_matmul_tiled/tc_mma.cuh), fed by ldmatrix from the operands the kernel already holds in
- * shared memory.
+ * (05_matmul_tiled/tensor_cores/02_mma.cuh), fed by ldmatrix from the operands the kernel
+ * already holds in shared memory.
  *
  *      dW1 tile (BM pixels x BN units)  =  x^T (BM x k_rows)  .  dz1 (k_rows x BN)
  *
@@ -20,7 +20,7 @@
 #ifndef CH07_KERNELS_BACKWARD_MMA_CUH
 #define CH07_KERNELS_BACKWARD_MMA_CUH
 
-/* MlpBf16; chapter 05's mma.sync (tc_mma.cuh) */
+/* MlpBf16; chapter 05's mma.sync (tensor_cores/02_mma.cuh) */
 #include "07_mnist_mlp/part2_tensor_cores/01_tc_kernels.cuh"
 
 #define MLP_MMA_PAD 8 /* bf16 of padding at the end of each shared row */
@@ -44,7 +44,7 @@ template <typename Cfg> struct MlpMmaWarps {
 
 /* The warp's 32 x WN outputs over the block's k_rows rows (a multiple of 16): per 16 rows,
  * two ldmatrix.x4.trans for A (one a 16 x 16 m-tile: registers (m 0-7, k 0-7), (m 8-15,
- * k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15), tc_mma.cuh's a[0..3]) and NT / 2 for B (one
+ * k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15), 02_mma.cuh's a[0..3]) and NT / 2 for B (one
  * a pair of 8-column n-tiles: (k 0-7), (k 8-15) of the first, then of the second), then
  * 2 x NT mma. Lane l gives the row address of matrix l / 8, row l % 8. */
 template <typename Cfg>

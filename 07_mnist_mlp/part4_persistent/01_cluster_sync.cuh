@@ -19,7 +19,8 @@
 #ifndef CH07_KERNELS_PERSISTENT_SYNC_CUH
 #define CH07_KERNELS_PERSISTENT_SYNC_CUH
 
-#include "05_matmul_tiled/tc_hopper.cuh" /* tc_mbar_*: the mbarriers that count st.async's bytes */
+/* tc_mbar_*: the mbarriers that count st.async's bytes */
+#include "05_matmul_tiled/tensor_cores/hopper_primitives.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define PST_DEVICE 1 /* clusters and distributed shared memory: sm_90 and newer */

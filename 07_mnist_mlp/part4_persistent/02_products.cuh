@@ -28,12 +28,13 @@
  *                         contiguous) in rows of 100 floats, so the 4 rows a warp reads at
  *                         once start 4 banks apart.
  *   PstProduct<MlpBf16>   wgmma m64n72k16 on bf16 operands, both read from shared memory
- *                         (chapter 05's tc_wgmma.cuh; mma.sync where there is no sm_90a
- *                         code); slices of 96 or 112 pixels (whole k-steps). Forward: each
- *                         warpgroup two tiles of 64 rows x 72 units, A = x (as the TMA copy
- *                         lands it, 128-byte swizzle), B = W1 in chunks of 8 units. dW1:
- *                         warpgroup g pixels 64 g .. 64 g + 63 x 72 units, A = x^T (the
- *                         same bytes read MN-major), B = dz1 in chunks of 8 units. The fp32
+ *                         (chapter 05's tensor_cores/05_wgmma.cuh; mma.sync where there is
+ *                         no sm_90a code); slices of 96 or 112 pixels (whole k-steps).
+ *                         Forward: each warpgroup two tiles of 64 rows x 72 units, A = x
+ *                         (as the TMA copy lands it, 128-byte swizzle), B = W1 in chunks of
+ *                         8 units. dW1: warpgroup g pixels 64 g .. 64 g + 63 x 72 units,
+ *                         A = x^T (the same bytes read MN-major), B = dz1 in chunks of 8
+ *                         units. The fp32
  *                         master weights and velocities sit in the accumulators' layout
  *                         (warp w: pixels 16 w ..), and the step writes the bf16 copy the
  *                         forward reads.

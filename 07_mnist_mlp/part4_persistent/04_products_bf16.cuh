@@ -3,7 +3,8 @@
 #ifndef CH07_KERNELS_PERSISTENT_BF16_CUH
 #define CH07_KERNELS_PERSISTENT_BF16_CUH
 
-#include "05_matmul_tiled/tc_hopper.cuh" /* TC_WGMMA_DEVICE, wgmma's fence, commit and wait */
+/* TC_WGMMA_DEVICE, wgmma's fence, commit and wait */
+#include "05_matmul_tiled/tensor_cores/hopper_primitives.cuh"
 #include "07_mnist_mlp/part4_persistent/02_products.cuh"
 
 /* Two 8 x 8 matrices of 16-bit elements (rows addressed by lanes 0-15), each lane's pair

@@ -1,12 +1,12 @@
-/* Chapter 05's host-side code: the shape sweep's shapes (shape_sweep.h) and the model
- * sgemm_best chooses by (sgemm_model.h), on the numbers of an H100/H200 (132 SMs at
+/* Chapter 05's host-side code: the shape sweep's shapes (driver/shape_sweep.h) and the model
+ * sgemm_best chooses by (any_shape/model.h), on the numbers of an H100/H200 (132 SMs at
  * 1.98 GHz, the occupancies the CUDA runtime reports for the chapter's kernels there). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "05_matmul_tiled/sgemm_model.h"
-#include "05_matmul_tiled/shape_sweep.h"
+#include "05_matmul_tiled/any_shape/model.h"
+#include "05_matmul_tiled/driver/shape_sweep.h"
 
 static int failures = 0;
 
@@ -41,7 +41,8 @@ static void test_sweep_shapes(void)
 {
     int a[SWEEP_MAX_SHAPES][3], b[SWEEP_MAX_SHAPES][3], c[SWEEP_MAX_SHAPES][3];
     int n = sweep_shapes(1234, a);
-    expect(n == SWEEP_MAX_SHAPES && SWEEP_RANDOM >= 40, "05 sweep: 15 squares, 12 thin products, >= 40 random shapes");
+    expect(n == SWEEP_MAX_SHAPES && SWEEP_RANDOM >= 40,
+           "05 sweep: 15 squares, 12 thin products, >= 40 random shapes");
     sweep_shapes(1234, b);
     sweep_shapes(99, c);
     expect(memcmp(a, b, sizeof a) == 0, "05 sweep: the same seed gives the same shapes");
@@ -60,7 +61,8 @@ static void test_sweep_shapes(void)
             thin_ok &= d == small ? (a[i][d] >= 16 && a[i][d] <= 128)
                                   : (a[i][d] >= 1024 && a[i][d] <= 8192);
     }
-    expect(thin_ok, "05 sweep: thin products have one dimension in 16..128, the others in 1024..8192");
+    expect(thin_ok,
+           "05 sweep: thin products have one dimension in 16..128, the others in 1024..8192");
     int range_ok = 1, below16 = 0, above1024 = 0;
     for (int i = n - SWEEP_RANDOM; i < n; i++)
         for (int d = 0; d < 3; d++) {
@@ -69,17 +71,23 @@ static void test_sweep_shapes(void)
             above1024 += a[i][d] > 1024;
         }
     /* log-uniform: 4 of 13 octaves lie below 16, 3 of 13 above 1024 (of 144 draws) */
-    expect(range_ok && below16 > 20 && above1024 > 15, "05 sweep: random dimensions in 1..8192, log-uniform");
+    expect(range_ok && below16 > 20 && above1024 > 15,
+           "05 sweep: random dimensions in 1..8192, log-uniform");
 }
 
 static void test_block_times(void)
 {
-    expect(sgemm_model_block_times(132, 132, 1, 8) == 1, "05 model: 132 blocks on 132 SMs, one wave");
-    expect(sgemm_model_block_times(133, 132, 1, 8) == 2, "05 model: 133 blocks: the remainder wave");
+    expect(sgemm_model_block_times(132, 132, 1, 8) == 1,
+           "05 model: 132 blocks on 132 SMs, one wave");
+    expect(sgemm_model_block_times(133, 132, 1, 8) == 2,
+           "05 model: 133 blocks: the remainder wave");
     expect(sgemm_model_block_times(528, 132, 4, 4) == 4, "05 model: 528 4-warp blocks, 4 an SM");
-    expect(sgemm_model_block_times(132, 132, 4, 4) == 2, "05 model: a 4-warp block alone runs at half rate");
-    expect(sgemm_model_block_times(264, 132, 4, 4) == 2, "05 model: two 4-warp blocks an SM, started together: 8 warps");
-    expect(sgemm_model_block_times(529, 132, 4, 4) == 5, "05 model: 529 4-warp blocks: several rounds, no half-rate tail");
+    expect(sgemm_model_block_times(132, 132, 4, 4) == 2,
+           "05 model: a 4-warp block alone runs at half rate");
+    expect(sgemm_model_block_times(264, 132, 4, 4) == 2,
+           "05 model: two 4-warp blocks an SM, started together: 8 warps");
+    expect(sgemm_model_block_times(529, 132, 4, 4) == 5,
+           "05 model: 529 4-warp blocks: several rounds, no half-rate tail");
 }
 
 static SgemmPlan plan(const SgemmMachine *m, int M, int N, int K, float beta)
@@ -99,7 +107,8 @@ static void test_choices(void)
     SgemmPlan p = plan(&m, 4096, 4096, 4096, -0.5f);
     expect(is(&p, SGEMM_TILE_HOPPER, 1), "05 model: 4096^3 runs hopper");
     p = plan(&m, 2048, 2048, 2048, -0.5f);
-    expect(is(&p, SGEMM_TILE_WIDE, 1), "05 model: 2048^3 (one wave of 128x256) runs splitk_8x8's tiles");
+    expect(is(&p, SGEMM_TILE_WIDE, 1),
+           "05 model: 2048^3 (one wave of 128x256) runs splitk_8x8's tiles");
     /* chapter 07's shapes: what sgemm_best ran before the model (splitk_8x8 and its split count) */
     p = plan(&m, 256, 1024, 784, -0.5f);
     expect(is(&p, SGEMM_TILE_WIDE, 7), "05 model: 256x1024x784 runs splitk_8x8 with 7 splits");
@@ -110,9 +119,11 @@ static void test_choices(void)
     p = plan(&m, 256, 1024, 10, 0.0f);
     expect(is(&p, SGEMM_TILE_SMALL, 1), "05 model: 256x1024x10 runs hopper_small");
     p = plan(&m, 256, 10, 1024, 0.0f);
-    expect(p.rest.tile == SGEMM_TILE_SMALL && p.rest.splits > 1, "05 model: 256x10x1024 runs splitk");
+    expect(p.rest.tile == SGEMM_TILE_SMALL && p.rest.splits > 1,
+           "05 model: 256x10x1024 runs splitk");
     p = plan(&m, 3073, 3073, 3073, -0.5f);
-    expect(p.top_rows > 0 && p.top_rows % m.tiles[p.top.tile].bm == 0 && p.top_rows < 3073 && p.pack_b,
+    expect(p.top_rows > 0 && p.top_rows % m.tiles[p.top.tile].bm == 0 && p.top_rows < 3073 &&
+               p.pack_b,
            "05 model: 3073^3 splits off the remainder wave's rows and pads B");
     p = plan(&m, 4097, 4097, 4097, -0.5f);
     expect(p.pack_b && p.top_rows == 0 && p.rest.tile == SGEMM_TILE_WIDE && p.rest.splits == 1,
@@ -135,7 +146,8 @@ static void test_choices(void)
     expect(!p.rest.streamk, "05 model: 15x39x2082 (131 slices in all) is not run stream-K");
     p = plan(&m, 2048, 2048, 2048, -0.5f);
     expect(!p.rest.streamk, "05 model: 2048^3 (512 tiles of 64x128) is not run stream-K");
-    expect(sgemm_padded_ld(4097) == 4100 && sgemm_padded_ld(2047) == 2048 && sgemm_padded_ld(1) == 4,
+    expect(sgemm_padded_ld(4097) == 4100 && sgemm_padded_ld(2047) == 2048 &&
+               sgemm_padded_ld(1) == 4,
            "05 model: the padded B's rows are a multiple of 4 floats");
     p = plan(&m, 8192, 24, 8192, 0.0f);
     expect(p.rest.tile == SGEMM_TILE_THIN_N, "05 model: 8192x24x8192 runs thin_n");

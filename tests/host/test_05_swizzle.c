@@ -1,14 +1,14 @@
-/* Chapter 05's portable tensor-core layouts (05_matmul_tiled/tc_swizzle.h), checked on the
- * host: the tile offsets are a bijection, the ldmatrix reads of the plain tile conflict
- * 8-way and those of the swizzled tile not at all (the numbers tc_mma.cuh states), the
- * copies into either tile are conflict-free, ldmatrix at the kernels' addresses delivers
- * exactly the mma.sync fragments of the PTX ISA tables (m16n8k16 bf16 and m16n8k8 tf32),
- * and the grouped block order visits every tile once. */
+/* Chapter 05's portable tensor-core layouts (05_matmul_tiled/tensor_cores/swizzle.h),
+ * checked on the host: the tile offsets are a bijection, the ldmatrix reads of the plain tile
+ * conflict 8-way and those of the swizzled tile not at all (the numbers
+ * tensor_cores/02_mma.cuh states), the copies into either tile are conflict-free, ldmatrix at
+ * the kernels' addresses delivers exactly the mma.sync fragments of the PTX ISA tables
+ * (m16n8k16 bf16 and m16n8k8 tf32), and the grouped block order visits every tile once. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "05_matmul_tiled/tc_swizzle.h"
+#include "05_matmul_tiled/tensor_cores/swizzle.h"
 
 #define ROWS 256 /* the largest tile a kernel uses: 256 rows of Bt */
 
@@ -38,7 +38,8 @@ static int repeats_every_8_rows(int swz)
 {
     for (unsigned r = 0; r < ROWS; r++)
         for (unsigned c = 0; c < TC_TILE_CHUNKS; c++)
-            if (tc_tile_offset(r, c, swz) != tc_tile_offset(r % 8, c, swz) + r / 8 * 8 * TC_TILE_ROW_BYTES)
+            if (tc_tile_offset(r, c, swz) !=
+                tc_tile_offset(r % 8, c, swz) + r / 8 * 8 * TC_TILE_ROW_BYTES)
                 return 0;
     return 1;
 }
@@ -100,7 +101,8 @@ static int copy_worst_phase(int threads, int swz)
     for (int i = 0; i < ROWS / (threads / 8); i++)
         for (int t0 = 0; t0 < threads; t0 += 8) {
             unsigned addr[8];
-            for (int t = t0; t < t0 + 8; t++) addr[t - t0] = tc_tile_offset(t / 8 + i * (threads / 8), t % 8, swz);
+            for (int t = t0; t < t0 + 8; t++)
+                addr[t - t0] = tc_tile_offset(t / 8 + i * (threads / 8), t % 8, swz);
             int w = wavefronts(addr, 8);
             if (w > worst) worst = w;
         }
@@ -118,7 +120,8 @@ static void fill_tile(int swz, int elem_bytes)
     for (unsigned r = 0; r < ROWS; r++)
         for (unsigned k = 0; k < per_row; k++) {
             unsigned byte = k * elem_bytes, v = r * per_row + k;
-            memcpy(tile + tc_tile_offset(r, byte / 16, swz) + byte % 16, &v, elem_bytes); /* little-endian */
+            /* the low elem_bytes of v (little-endian) */
+            memcpy(tile + tc_tile_offset(r, byte / 16, swz) + byte % 16, &v, elem_bytes);
         }
 }
 
@@ -162,8 +165,10 @@ static int check_fragments(int tf32, int swz)
                         /* register j = a_2j, a_2j+1: m = g + 8 (j % 2), k = 2q + 8 (j / 2) + 0, 1;
                          * b register i = b_2i, b_2i+1: k = 2q + 8 i + 0, 1, n = g */
                         for (unsigned h = 0; h < 2; h++) {
-                            ok &= (a >> 16 * h & 0xffff) == want(0, base, g + 8 * (j % 2), s, 2 * q + 8 * (j / 2) + h);
-                            ok &= (b >> 16 * h & 0xffff) == want(0, base, 8 * nt + g, s, 2 * q + 8 * breg + h);
+                            ok &= (a >> 16 * h & 0xffff) ==
+                                  want(0, base, g + 8 * (j % 2), s, 2 * q + 8 * (j / 2) + h);
+                            ok &= (b >> 16 * h & 0xffff) ==
+                                  want(0, base, 8 * nt + g, s, 2 * q + 8 * breg + h);
                         }
                     }
                 }
@@ -180,7 +185,8 @@ static int order_visits_all(int tiles_m, int tiles_n)
     for (int t = 0; t < tiles_m * tiles_n; t++) {
         int tm, tn;
         tc_tile_grouped(t, tiles_m, tiles_n, &tm, &tn);
-        if (tm < 0 || tm >= tiles_m || tn < 0 || tn >= tiles_n || seen[tm * tiles_n + tn]++) return 0;
+        if (tm < 0 || tm >= tiles_m || tn < 0 || tn >= tiles_n || seen[tm * tiles_n + tn]++)
+            return 0;
     }
     return 1;
 }
@@ -190,29 +196,36 @@ int main(void)
     char what[200];
     expect(is_bijection(0) && is_bijection(1),
            "05 tile offsets: a bijection onto 16-byte slots of the same row, plain and swizzled");
-    expect(repeats_every_8_rows(0) && repeats_every_8_rows(1), "05 tile offsets repeat every 8 rows (1024 bytes)");
+    expect(repeats_every_8_rows(0) && repeats_every_8_rows(1),
+           "05 tile offsets repeat every 8 rows (1024 bytes)");
 
     int plain_groups, swz_groups;
     int plain = ldsm_worst_phase(0, &plain_groups), swz = ldsm_worst_phase(1, &swz_groups);
     snprintf(what, sizeof what,
-             "05 ldmatrix on the plain tile: %d wavefronts per 8-row phase, %d per ldmatrix.x4 (%d conflicts), "
-             "as tc_mma.cuh states (8, 32, 28)", plain, 4 * plain, 4 * plain - 4);
+             "05 ldmatrix on the plain tile: %d wavefronts per 8-row phase, %d per ldmatrix.x4 "
+             "(%d conflicts), as tensor_cores/02_mma.cuh states (8, 32, 28)",
+             plain, 4 * plain, 4 * plain - 4);
     expect(plain == 8 && !plain_groups, what);
     snprintf(what, sizeof what,
-             "05 ldmatrix on the swizzled tile: the 8 rows of every phase in 8 bank groups, %d wavefront per phase, "
-             "%d per ldmatrix.x4", swz, 4 * swz);
+             "05 ldmatrix on the swizzled tile: the 8 rows of every phase in 8 bank groups, "
+             "%d wavefront per phase, %d per ldmatrix.x4",
+             swz, 4 * swz);
     expect(swz == 1 && swz_groups, what);
-    expect(copy_worst_phase(128, 0) == 1 && copy_worst_phase(128, 1) == 1 && copy_worst_phase(256, 0) == 1 &&
-               copy_worst_phase(256, 1) == 1,
-           "05 tile copies: 1 wavefront per 8-thread phase, plain and swizzled, 128 and 256 threads");
+    expect(
+        copy_worst_phase(128, 0) == 1 && copy_worst_phase(128, 1) == 1 &&
+            copy_worst_phase(256, 0) == 1 && copy_worst_phase(256, 1) == 1,
+        "05 tile copies: 1 wavefront per 8-thread phase, plain and swizzled, 128 and 256 threads");
 
     expect(check_fragments(0, 0) && check_fragments(0, 1),
-           "05 ldmatrix at the kernels' addresses gives the m16n8k16 bf16 A and B fragments (plain and swizzled)");
+           "05 ldmatrix at the kernels' addresses gives the m16n8k16 bf16 A and B fragments "
+           "(plain and swizzled)");
     expect(check_fragments(1, 0) && check_fragments(1, 1),
-           "05 ldmatrix at the kernels' addresses gives the m16n8k8 tf32 A and B fragments (plain and swizzled)");
+           "05 ldmatrix at the kernels' addresses gives the m16n8k8 tf32 A and B fragments "
+           "(plain and swizzled)");
 
     int order_ok = 1;
-    const int shapes[][2] = {{1, 1}, {1, 7}, {7, 1}, {8, 8}, {9, 3}, {17, 5}, {3, 100}, {64, 128}, {33, 33}};
+    const int shapes[][2] = {{1, 1},  {1, 7},   {7, 1},    {8, 8},  {9, 3},
+                             {17, 5}, {3, 100}, {64, 128}, {33, 33}};
     for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         order_ok &= order_visits_all(shapes[i][0], shapes[i][1]);
     expect(order_ok, "05 grouped block order visits every tile exactly once");

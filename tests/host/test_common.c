@@ -147,12 +147,9 @@ static void test_csv(void)
     char line[512];
     FILE *f = fopen(path, "r");
     int ok = f && fgets(line, sizeof line, f) && strcmp(line, CSV_HEADER "\n") == 0;
-    ok =
-        ok && fgets(line, sizeof line, f) &&
-        strcmp(
-            line,
-            "NVIDIA H200  test,01_vector_add,float4,optimized,1024,2,2800,GB/s,d2d_copy,3000,93.33\n") ==
-            0;
+    ok = ok && fgets(line, sizeof line, f) &&
+         strcmp(line, "NVIDIA H200  test,01_vector_add,float4,optimized,1024,2,2800,GB/s,"
+                      "d2d_copy,3000,93.33\n") == 0;
     ok = ok && fgets(line, sizeof line, f) &&
          strncmp(line, "NVIDIA H200  test,01_vector_add,gpu,", 36) == 0;
     ok = ok && !fgets(line, sizeof line, f);
