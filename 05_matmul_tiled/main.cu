@@ -20,99 +20,60 @@
 
 /* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
  * bench_shape take a table's last version as its ceiling). */
-static const Version VERSIONS[] = {
-    {"naive", "naive", sgemm_naive, 0},
-    {"coalesced", "step", sgemm_coalesced, 0},
-    {"smem", "step", sgemm_smem, 0},
-    {"blocktile_1d", "step", sgemm_blocktile_1d, 0},
-    {"blocktile_2d", "step", sgemm_blocktile_2d, 0},
-    {"vectorized", "step", sgemm_vectorized, 0},
-    {"padded", "step", sgemm_padded, 0},
-    {"warptile", "step", sgemm_warptile, 0},
-    {"double_buffer", "step", sgemm_double_buffer, SgemmWarptileCfg::SMEM_BYTES},
-    {"hopper", "optimized", sgemm_hopper, SgemmHopperCfg::SMEM_BYTES},
-    {"hopper_small", "step", sgemm_hopper_small, SgemmSmallCfg::SMEM_BYTES},
-    {"splitk", "step", sgemm_splitk, SgemmSmallCfg::SMEM_BYTES},
-    {"splitk_8x8", "step", sgemm_splitk_8x8, SgemmSplitWideCfg::SMEM_BYTES},
-    {"streamk", "step", sgemm_streamk, SgemmSplitWideCfg::SMEM_BYTES},
-    {"thin_m", "step", sgemm_thin_m, SgemmThinMCfg::SMEM_BYTES},
-    {"thin_n", "step", sgemm_thin_n, SgemmThinNCfg::SMEM_BYTES},
-    {"thin_n_8x8", "step", sgemm_thin_n_8x8, SgemmThinN8x8Cfg::SMEM_BYTES},
-    {"gemv", "step", sgemm_gemv, 0},
-    {"best", "step", sgemm_best, 0},
-    {"cublas", "ceiling", sgemm_cublas, 0},
+static const SgemmVersion VERSIONS[] = {
+    {"naive", "naive", sgemm_naive, {0}},
+    {"coalesced", "step", sgemm_coalesced, {0}},
+    {"smem", "step", sgemm_smem, {0}},
+    {"blocktile_1d", "step", sgemm_blocktile_1d, {0}},
+    {"blocktile_2d", "step", sgemm_blocktile_2d, {0}},
+    {"vectorized", "step", sgemm_vectorized, {0}},
+    {"padded", "step", sgemm_padded, {0}},
+    {"warptile", "step", sgemm_warptile, {0}},
+    {"double_buffer", "step", sgemm_double_buffer, {SgemmWarptileCfg::SMEM_BYTES}},
+    {"hopper", "optimized", sgemm_hopper, {SgemmHopperCfg::SMEM_BYTES}},
+    {"hopper_small", "step", sgemm_hopper_small, {SgemmSmallCfg::SMEM_BYTES}},
+    {"splitk", "step", sgemm_splitk, {SgemmSmallCfg::SMEM_BYTES}},
+    {"splitk_8x8", "step", sgemm_splitk_8x8, {SgemmSplitWideCfg::SMEM_BYTES}},
+    {"streamk", "step", sgemm_streamk, {SgemmSplitWideCfg::SMEM_BYTES}},
+    {"thin_m", "step", sgemm_thin_m, {SgemmThinMCfg::SMEM_BYTES}},
+    {"thin_n", "step", sgemm_thin_n, {SgemmThinNCfg::SMEM_BYTES}},
+    {"thin_n_8x8", "step", sgemm_thin_n_8x8, {SgemmThinN8x8Cfg::SMEM_BYTES}},
+    {"gemv", "step", sgemm_gemv, {0}},
+    {"best", "step", sgemm_best, {0}},
+    {"cublas", "ceiling", sgemm_cublas, {0}},
 };
-#define NVERSIONS (int)(sizeof VERSIONS / sizeof VERSIONS[0])
+#define NVERSIONS VERSION_COUNT(VERSIONS)
 
 /* The tensor-core ladder (tc_*.cuh), one table per input type, each ending with its
  * ceiling: cuBLAS in the same precision. */
 static const TcVersion<bf16> TC_BF16[] = {
-    {"wmma_bf16", "step", tc_wmma_bf16, false},
-    {"mma_bf16", "step", tc_mma_bf16, false},
-    {"mma_swizzle_bf16", "step", tc_mma_swizzle_bf16, false},
-    {"mma_pipeline_bf16", "step", tc_mma_pipeline_bf16, false},
-    {"wgmma_bf16", "step", tc_wgmma_bf16, true},
-    {"wgmma_ws_bf16", "step", tc_wgmma_ws_bf16, true},
-    {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, true},
-    {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, true},
-    {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, true},
-    {"best_bf16", "step", tc_best_bf16, false},
-    {"cublas_bf16", "ceiling", gemm_cublas_bf16, false},
+    {"wmma_bf16", "step", tc_wmma_bf16, {false}},
+    {"mma_bf16", "step", tc_mma_bf16, {false}},
+    {"mma_swizzle_bf16", "step", tc_mma_swizzle_bf16, {false}},
+    {"mma_pipeline_bf16", "step", tc_mma_pipeline_bf16, {false}},
+    {"wgmma_bf16", "step", tc_wgmma_bf16, {true}},
+    {"wgmma_ws_bf16", "step", tc_wgmma_ws_bf16, {true}},
+    {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, {true}},
+    {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, {true}},
+    {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, {true}},
+    {"best_bf16", "step", tc_best_bf16, {false}},
+    {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
 static const TcVersion<float> TC_TF32[] = {
-    {"wmma_tf32", "step", tc_wmma_tf32, false},
-    {"mma_pipeline_tf32", "step", tc_mma_pipeline_tf32, false},
-    {"wgmma_tf32", "step", tc_wgmma_tf32, true},
-    {"wgmma_ws_tf32", "step", tc_wgmma_ws_tf32, true},
-    {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, true},
-    {"wgmma_cluster_tf32", "step", tc_wgmma_cluster_tf32, true},
-    {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, true},
-    {"best_tf32", "step", tc_best_tf32, false},
-    {"cublas_tf32", "ceiling", gemm_cublas_tf32, false},
+    {"wmma_tf32", "step", tc_wmma_tf32, {false}},
+    {"mma_pipeline_tf32", "step", tc_mma_pipeline_tf32, {false}},
+    {"wgmma_tf32", "step", tc_wgmma_tf32, {true}},
+    {"wgmma_ws_tf32", "step", tc_wgmma_ws_tf32, {true}},
+    {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, {true}},
+    {"wgmma_cluster_tf32", "step", tc_wgmma_cluster_tf32, {true}},
+    {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, {true}},
+    {"best_tf32", "step", tc_best_tf32, {false}},
+    {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };
-#define NTC_BF16 (int)(sizeof TC_BF16 / sizeof TC_BF16[0])
-#define NTC_TF32 (int)(sizeof TC_TF32 / sizeof TC_TF32[0])
-static const char *const KERNEL_NAMES[] = {"naive",
-                                           "coalesced",
-                                           "smem",
-                                           "blocktile_1d",
-                                           "blocktile_2d",
-                                           "vectorized",
-                                           "padded",
-                                           "warptile",
-                                           "double_buffer",
-                                           "hopper",
-                                           "hopper_small",
-                                           "splitk",
-                                           "splitk_8x8",
-                                           "streamk",
-                                           "thin_m",
-                                           "thin_n",
-                                           "thin_n_8x8",
-                                           "gemv",
-                                           "best",
-                                           "cublas",
-                                           "wmma_bf16",
-                                           "mma_bf16",
-                                           "mma_swizzle_bf16",
-                                           "mma_pipeline_bf16",
-                                           "wgmma_bf16",
-                                           "wgmma_ws_bf16",
-                                           "wgmma_persistent_bf16",
-                                           "wgmma_cluster_bf16",
-                                           "wgmma_splitk_bf16",
-                                           "best_bf16",
-                                           "cublas_bf16",
-                                           "wmma_tf32",
-                                           "mma_pipeline_tf32",
-                                           "wgmma_tf32",
-                                           "wgmma_ws_tf32",
-                                           "wgmma_persistent_tf32",
-                                           "wgmma_cluster_tf32",
-                                           "wgmma_splitk_tf32",
-                                           "best_tf32",
-                                           "cublas_tf32",
-                                           NULL};
+#define NTC_BF16 VERSION_COUNT(TC_BF16)
+#define NTC_TF32 VERSION_COUNT(TC_TF32)
+/* Every table's names, for --kernel and --help (filled by main). */
+static NameList KERNEL_NAMES;
 
 /* The shapes that break lazy indexing, then chapter 07's MLP shapes (batch 256 and 32,
  * forward and the transposed-operand backward products, all as NN), then the bench size. */
@@ -169,7 +130,7 @@ static const ProgramSpec SPEC = {
     "                   (dimensions log-uniform in 1..8192, drawn from --seed); --check runs the\n"
     "                   versions sgemm_best uses on each, --bench times best, hopper and cuBLAS\n"
     "                   on each and sums up best's % of cuBLAS over every shape it timed\n",
-    KERNEL_NAMES,
+    KERNEL_NAMES.name,
     3,
     65536LL,
     parse_chapter_flag,
@@ -251,6 +212,9 @@ static void run_bench(const Options *o, const DeviceInfo *info)
 int main(int argc, char **argv)
 {
     Options o;
+    name_list_add(&KERNEL_NAMES, VERSIONS, NVERSIONS);
+    name_list_add(&KERNEL_NAMES, TC_BF16, NTC_BF16);
+    name_list_add(&KERNEL_NAMES, TC_TF32, NTC_TF32);
     parse_args(argc, argv, &SPEC, &o);
     for (int i = 0; i < o.nsizes; i++)
         if (o.sizes[i].ndims == 2)

@@ -162,14 +162,14 @@ static float time_version(BenchCtx *b, SgemmLauncher launch, int max_reps)
 /* Times every selected version of the table on one shape against its ceiling, the table's
  * last version (cuBLAS), timed in the same run.
  * last_ms[v] carries each version's time from the previous (half-size) square, or 0. */
-static void bench_shape(const Options *o, const DeviceInfo *info, Shape s, const Version *versions,
-                        int count, double *last_ms)
+static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
+                        const SgemmVersion *versions, int count, double *last_ms)
 {
     char size[48];
     shape_str(s, size, sizeof size);
     BenchCtx b;
     bench_alloc(&b, s, info, o->seed);
-    const Version *cublas = &versions[count - 1];
+    const SgemmVersion *cublas = &versions[count - 1];
     float cublas_ms = time_version(&b, cublas->launch, o->reps);
     bench_log_add(s, cublas->name, cublas_ms);
     double ceiling = tflops(s, cublas_ms);

@@ -144,7 +144,7 @@ static void run_fp32(void *ctx, float beta, float *C)
 }
 
 /* Runs every selected version of the fp32 table (the last one its ceiling) on one shape. */
-static int check_shape(const Options *o, Shape s, const Version *versions, int count)
+static int check_shape(const Options *o, Shape s, const SgemmVersion *versions, int count)
 {
     size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.K * s.N, c_n = (size_t)s.M * s.N;
     unsigned long long seed = o->seed + (unsigned long long)s.M * 1000003ULL + s.N * 1009ULL + s.K;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "common/cli.h"
+#include "common/versions.h"
 #include "05_matmul_tiled/fp32/00_common.cuh"
 
 typedef struct {
@@ -35,22 +36,21 @@ static const char *shape_str(Shape s, char *buf, size_t len)
 
 static const float ALPHA = 0.75f, BETA = -0.5f;
 
-/* A table of versions ends with its ceiling (cuBLAS): checked on large shapes only, timed
- * first and printed last. */
+/* A row of the fp32 table (common/versions.h) and what it needs beside its launcher: the
+ * dynamic shared memory a block asks for (0: the default 48 KB suffice). A table of versions
+ * ends with its ceiling (cuBLAS): checked on large shapes only, timed first and printed last. */
 typedef struct {
-    const char *name;
-    const char *role;
-    SgemmLauncher launch;
-    int smem_bytes; /* dynamic shared memory per block (0: the default 48 KB suffice) */
-} Version;
+    int smem_bytes;
+} SgemmNeeds;
+typedef Version<SgemmLauncher, SgemmNeeds> SgemmVersion;
 
 /* Whether this GPU can give a block the version's shared memory (the Hopper-tuned tiles
  * need 149 KB, more than most GeForce cards allow); if not, says so. */
-static int version_fits(const Version *v)
+static int version_fits(const SgemmVersion *v)
 {
-    if (v->smem_bytes <= sgemm_smem_limit()) return 1;
+    if (v->extra.smem_bytes <= sgemm_smem_limit()) return 1;
     printf("  skip %-24s needs %d KB of shared memory per block; this GPU allows %d KB\n", v->name,
-           v->smem_bytes / 1024, sgemm_smem_limit() / 1024);
+           v->extra.smem_bytes / 1024, sgemm_smem_limit() / 1024);
     return 0;
 }
 

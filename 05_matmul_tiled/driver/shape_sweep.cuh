@@ -29,8 +29,8 @@ static const char *const SWEEP_TIMED[] = {"hopper", "best", "cublas"};
 
 /* The versions of the table named in `names` (every version when --kernel picks one), in
  * table order, so that the ceiling stays last. */
-static int sweep_versions(const Options *o, const Version *versions, int count,
-                          const char *const *names, int nnames, Version *out)
+static int sweep_versions(const Options *o, const SgemmVersion *versions, int count,
+                          const char *const *names, int nnames, SgemmVersion *out)
 {
     int n = 0;
     for (int v = 0; v < count; v++) {
@@ -60,11 +60,11 @@ static double sweep_largest_bytes(unsigned long long seed)
     return largest;
 }
 
-static int check_sweep(const Options *o, const Version *versions, int count)
+static int check_sweep(const Options *o, const SgemmVersion *versions, int count)
 {
     int shapes[SWEEP_MAX_SHAPES][3];
     int n = sweep_shapes(o->seed, shapes);
-    Version table[64];
+    SgemmVersion table[64];
     int t = sweep_versions(o, versions, count, SWEEP_CHECKED, SWEEP_NAMES(SWEEP_CHECKED), table);
     printf("\nshape sweep (seed %llu): %d shapes, the versions sgemm_best runs and best itself\n",
            o->seed, n);
@@ -126,12 +126,12 @@ static void sweep_summary_line(const char *kernel, int large_only)
 }
 
 /* Times best, hopper and cuBLAS on every sweep shape not timed yet, then the summary. */
-static void bench_sweep(const Options *o, const DeviceInfo *info, const Version *versions,
+static void bench_sweep(const Options *o, const DeviceInfo *info, const SgemmVersion *versions,
                         int count)
 {
     int shapes[SWEEP_MAX_SHAPES][3];
     int n = sweep_shapes(o->seed, shapes);
-    Version table[64];
+    SgemmVersion table[64];
     int t = sweep_versions(o, versions, count, SWEEP_TIMED, SWEEP_NAMES(SWEEP_TIMED), table);
     printf("\nshape sweep (seed %llu): %d shapes; best, hopper and cuBLAS on each one this run "
            "has not timed yet\n",

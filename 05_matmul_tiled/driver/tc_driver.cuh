@@ -21,11 +21,15 @@
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 
-template <typename T> struct TcVersion {
-    const char *name, *role;
-    void (*launch)(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C);
-    bool hopper; /* wgmma + TMA: sm_90a only, and only where TMA can describe A and Bt */
-};
+/* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
+ * (tensor_cores/common.cuh) for input type T, and whether the version is wgmma + TMA (sm_90a
+ * only, and only where TMA can describe A and Bt). */
+template <typename T> using TcLauncher = void (*)(int M, int N, int K, float alpha, const T *A,
+                                                  const T *Bt, float beta, float *C);
+typedef struct {
+    bool hopper;
+} TcNeeds;
+template <typename T> using TcVersion = Version<TcLauncher<T>, TcNeeds>;
 
 /* ------------------------------------------------------------------ the input types on the host */
 
@@ -72,7 +76,7 @@ static void tc_product_row(Shape s, const void *A_, const void *Bt_, int row, do
 template <typename T>
 static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, const T *Bt)
 {
-    if (!v->hopper) return NULL;
+    if (!v->extra.hopper) return NULL;
     const char *why = tc_wgmma_unavailable();
     return why ? why : tc_tma_refusal(K, sizeof(T), A, Bt);
 }

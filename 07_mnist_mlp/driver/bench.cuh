@@ -88,10 +88,10 @@ static int bench_against_peer(int batch, const TrainResult *res)
     if (any_ms <= 0.0) return 0;
     for (int k = 0; k < NIMPLS; k++) {
         if (res[k].median_ms <= 0.0 || strcmp(IMPLS[k].role, "optimized")) continue;
-        double ms = peer_fastest(f->peer, batch, IMPLS[k].precision, name, sizeof name);
+        double ms = peer_fastest(f->peer, batch, IMPLS[k].extra.precision, name, sizeof name);
         if (ms <= 0.0) continue;
         printf("  %s: %.2fx faster than PyTorch's fastest %s configuration (%s, %.2f ms)",
-               IMPLS[k].name, ms / res[k].median_ms, IMPLS[k].precision, name, ms);
+               IMPLS[k].name, ms / res[k].median_ms, IMPLS[k].extra.precision, name, ms);
         if (strcmp(name, any_name))
             printf("; %.2fx its fastest in any precision (%s, %.2f ms)", any_ms / res[k].median_ms,
                    any_name, any_ms);
@@ -119,7 +119,7 @@ typedef struct {
 static void run_stage(void *p)
 {
     StageCtx *c = (StageCtx *)p;
-    c->t->impl->family->stages->run(c->t, c->stage);
+    c->t->impl->launch->stages->run(c->t, c->stage);
 }
 
 static void stage_csv_row(const char *path, const char *gpu, int batch, const char *impl,
@@ -137,7 +137,7 @@ static void stage_csv_row(const char *path, const char *gpu, int batch, const ch
 
 static void stage_times(Trainer *t, int reps, double *us)
 {
-    const StepStages *stages = t->impl->family->stages;
+    const StepStages *stages = t->impl->launch->stages;
     if (stages->count > MAX_STAGES) {
         fprintf(stderr, "internal error: trainer %s has more than %d launches to time\n",
                 t->impl->name, MAX_STAGES);
@@ -160,7 +160,7 @@ static void stage_times(Trainer *t, int reps, double *us)
 static int bench_epochs(const Impl *impl, int epochs)
 {
     if (epoch_in_one_launch(impl)) return epochs;
-    if (!strcmp(impl->role, "naive") || !impl->family->fused) return epochs < 2 ? epochs : 2;
+    if (!strcmp(impl->role, "naive") || !impl->launch->fused) return epochs < 2 ? epochs : 2;
     return epochs < 5 ? epochs : 5;
 }
 
@@ -174,7 +174,7 @@ static double step_in_epoch_us(const TrainResult *res, int k, int n_train, int b
 static void stage_csv_rows(const DeviceInfo *info, int batch, int n_train, const TrainResult *res,
                            double (*stage_us)[MAX_STAGES], int k)
 {
-    const StepStages *stages = IMPLS[k].family->stages;
+    const StepStages *stages = IMPLS[k].launch->stages;
     if (!FLAGS.stage_csv || stage_us[k][0] <= 0.0) return;
     for (int st = 0; st < stages->count; st++)
         stage_csv_row(FLAGS.stage_csv, info->name, batch, IMPLS[k].name, stages->names[st],
@@ -192,10 +192,10 @@ static void stage_csv_rows(const DeviceInfo *info, int batch, int n_train, const
 static int bench_versus(const Options *o, int batch, int n_train, const char *size,
                         const TrainResult *res, double (*stage_us)[MAX_STAGES], int a, int b)
 {
-    const StepStages *stages = IMPLS[a].family->stages;
-    int lower = strcmp(IMPLS[a].precision, IMPLS[b].precision) != 0;
+    const StepStages *stages = IMPLS[a].launch->stages;
+    int lower = strcmp(IMPLS[a].extra.precision, IMPLS[b].extra.precision) != 0;
     if (stage_us[a][0] > 0.0 && stage_us[b][0] > 0.0 &&
-        stages->names == IMPLS[b].family->stages->names) {
+        stages->names == IMPLS[b].launch->stages->names) {
         printf("\none step, launch by launch (us, median of %d single launches), batch %d\n",
                o->reps, batch);
         printf("%-18s %12s %12s\n", "launch", IMPLS[a].name, IMPLS[b].name);
@@ -257,7 +257,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
                        o->seed);
         trainer_set_params(&t, p0, (float)learning_rate(batch), (float)f->momentum);
         res[k] = train(&t, bench_epochs(&IMPLS[k], f->epochs), info->name, d->name, f->epoch_csv);
-        if (epoch_in_one_launch(&IMPLS[k]) && IMPLS[k].family->stages)
+        if (epoch_in_one_launch(&IMPLS[k]) && IMPLS[k].launch->stages)
             stage_times(&t, o->reps, stage_us[k]);
         trainer_destroy(&t);
         stage_csv_rows(info, batch, n_train, res, stage_us, k);
@@ -279,7 +279,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
         if (res[k].median_ms <= 0.0) continue;
         char ceiling[64];
         double ceiling_ms =
-            peer_fastest(f->peer, batch, IMPLS[k].precision, ceiling, sizeof ceiling);
+            peer_fastest(f->peer, batch, IMPLS[k].extra.precision, ceiling, sizeof ceiling);
         if (ceiling_ms <= 0.0)
             snprintf(ceiling, sizeof ceiling, "cublas"),
                 ceiling_ms = cublas >= 0 ? res[cublas].median_ms : 0.0;
@@ -293,7 +293,7 @@ static int bench_batch(const Options *o, const DeviceInfo *info, const Data *d, 
                    res[k].epochs, res[k].accuracy);
     int failed = 0;
     for (int k = 0; k < NIMPLS; k++) {
-        int vs = IMPLS[k].vs ? impl_index(IMPLS[k].vs) : -1;
+        int vs = IMPLS[k].extra.vs ? impl_index(IMPLS[k].extra.vs) : -1;
         if (vs >= 0) failed += bench_versus(o, batch, n_train, size, res, stage_us, k, vs);
     }
     failed += bench_against_peer(batch, res);

@@ -166,7 +166,7 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
 {
     const MlpLayout *l = &c->l;
     const CheckTolerances *tol =
-        impl->family->tolerances ? impl->family->tolerances : &FP32_TOLERANCES;
+        impl->launch->tolerances ? impl->launch->tolerances : &FP32_TOLERANCES;
     int B = c->batch, B2 = c->last.batch, H = l->hidden;
     Trainer t;
     trainer_create(&t, impl, &c->data, c->n_train, NULL, H, B, CHECK_MEAN, CHECK_STD, seed);
@@ -181,10 +181,10 @@ static int check_impl(const Impl *impl, const CheckCase *c, unsigned long long s
     }
     float *z1 = download(t.z1, (size_t)B2 * H), *dz2 = download(t.dz2, (size_t)B2 * MLP_CLASSES);
     float *v = download(t.vel, l->total), *np = download(t.params, l->total);
-    if (impl->family->fused)
+    if (impl->launch->fused)
         for (size_t i = 0; i < l->total; i++)
             v[i] /= CHECK_MU; /* the update left mu * v; mu = 0.5 is exact */
-    int fails = check_results(impl->name, tol, c, r.loss, z1, dz2, v, np, impl->family->fused);
+    int fails = check_results(impl->name, tol, c, r.loss, z1, dz2, v, np, impl->launch->fused);
     free(z1);
     free(dz2);
     free(v);
@@ -219,9 +219,9 @@ static const RefRounding CHECK_ROUNDINGS[] = {NULL, tc_round_tf32, mlp_round_bf1
 static int check_precision(const Impl *impl)
 {
     for (int r = 0; r < CHECK_NPRECISIONS; r++)
-        if (!strcmp(impl->precision, CHECK_PRECISIONS[r])) return r;
+        if (!strcmp(impl->extra.precision, CHECK_PRECISIONS[r])) return r;
     fprintf(stderr, "internal error: trainer %s has an unknown precision '%s'\n", impl->name,
-            impl->precision);
+            impl->extra.precision);
     exit(1);
 }
 
@@ -254,7 +254,7 @@ static int run_checks(const Options *o)
                 continue;
             }
             int r = check_precision(&IMPLS[k]);
-            RefZ1Sum z1_sum = IMPLS[k].family->z1_sum;
+            RefZ1Sum z1_sum = IMPLS[k].launch->z1_sum;
             if (z1_sum) { /* a reference of its own */
                 CheckCase own;
                 check_case_create_rounded(&own, B, H, seed, CHECK_ROUNDINGS[r], z1_sum);

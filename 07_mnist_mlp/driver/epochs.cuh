@@ -21,7 +21,7 @@ static void reset_epoch_counters(Trainer *t)
 
 static void family_begin_epoch(Trainer *t)
 {
-    if (t->impl->family->begin_epoch) t->impl->family->begin_epoch(t);
+    if (t->impl->launch->begin_epoch) t->impl->launch->begin_epoch(t);
 }
 
 /* Before capturing: one step with lr 0 and momentum 1 (parameters unchanged) lets every
@@ -29,8 +29,8 @@ static void family_begin_epoch(Trainer *t)
  * capture; the velocity it filled is cleared again. Then the graphs are built. */
 static void trainer_prepare_graphs(Trainer *t)
 {
-    if (t->impl->graph == GRAPH_NONE) return;
-    const StepFamily *f = t->impl->family;
+    if (t->impl->extra.graph == GRAPH_NONE) return;
+    const StepFamily *f = t->impl->launch;
     if (!f->capturable) {
         fprintf(stderr,
                 "internal error: trainer %s asks for a graph, but its steps cannot be captured\n",
@@ -44,7 +44,7 @@ static void trainer_prepare_graphs(Trainer *t)
     if (last > 0) f->step(t, last, batch_of_step(t, last), 0.0f, 1.0f);
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemset(t->vel, 0, t->l.total * sizeof(float)));
-    if (t->impl->graph == GRAPH_STEP) {
+    if (t->impl->extra.graph == GRAPH_STEP) {
         begin_capture();
         f->step(t, 0, t->batch, t->lr, t->mu);
         t->step_exec[0] = end_capture();
@@ -83,7 +83,7 @@ static void take_next_order(Trainer *t)
 static void begin_epoch_order(Trainer *t)
 {
     take_next_order(t);
-    if (t->impl->family->next_order_drawn) return;
+    if (t->impl->launch->next_order_drawn) return;
     CUDA_CHECK(cudaMemcpyAsync(t->order, t->h_order, (size_t)t->n_train * sizeof(int),
                                cudaMemcpyHostToDevice, cudaStreamPerThread));
 }
@@ -95,22 +95,22 @@ static EpochResult run_epoch(Trainer *t)
     CUDA_CHECK(cudaDeviceSynchronize());
     double t0 = wall_ms();
     begin_epoch_order(t);
-    if (t->impl->family->epoch) {
+    if (t->impl->launch->epoch) {
         reset_epoch_counters(t);
-        t->impl->family->epoch(t);
-    } else if (t->impl->graph == GRAPH_EPOCH) {
+        t->impl->launch->epoch(t);
+    } else if (t->impl->extra.graph == GRAPH_EPOCH) {
         CUDA_CHECK(cudaGraphLaunch(t->epoch_exec, cudaStreamPerThread));
     } else {
         reset_epoch_counters(t);
         family_begin_epoch(t);
         for (int s = 0; s < steps; s++) {
             int b = batch_of_step(t, s);
-            if (t->impl->graph == GRAPH_STEP)
+            if (t->impl->extra.graph == GRAPH_STEP)
                 CUDA_CHECK(
                     cudaGraphLaunch(t->step_exec[b == t->batch ? 0 : 1], cudaStreamPerThread));
             else
-                t->impl->family->step(t, s, b, t->lr, t->mu);
-            if (t->impl->sync_each) { /* the first attempt reads the loss back every step */
+                t->impl->launch->step(t, s, b, t->lr, t->mu);
+            if (t->impl->extra.sync_each) { /* the first attempt reads the loss back every step */
                 float loss;
                 CUDA_CHECK(
                     cudaMemcpy(&loss, t->step_loss + s, sizeof(float), cudaMemcpyDeviceToHost));
@@ -122,7 +122,7 @@ static EpochResult run_epoch(Trainer *t)
         }
     }
     draw_next_order(t); /* on the CPU, while the GPU works through the epoch */
-    if (t->impl->family->next_order_drawn) t->impl->family->next_order_drawn(t);
+    if (t->impl->launch->next_order_drawn) t->impl->launch->next_order_drawn(t);
     CUDA_CHECK(cudaMemcpyAsync(t->h_step_loss, t->step_loss, (size_t)steps * sizeof(float),
                                cudaMemcpyDeviceToHost, cudaStreamPerThread));
     CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
@@ -221,7 +221,7 @@ static EpochResult run_trainer_epoch(void *t) { return run_epoch((Trainer *)t); 
 static double evaluate_trainer(void *p, double *loss)
 {
     Trainer *t = (Trainer *)p;
-    return t->impl->family->evaluate(t, loss);
+    return t->impl->launch->evaluate(t, loss);
 }
 
 /* One trainer's epochs, its graphs prepared. */

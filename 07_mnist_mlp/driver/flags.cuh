@@ -146,7 +146,7 @@ static const ProgramSpec SPEC = {
     "                   (default 2; 0: one all-reduce after the whole backward pass)\n"
     "  --timeline FILE  with --bench --gpus: every launch and all-reduce of two steps, per GPU and "
     "stream\n",
-    IMPL_NAMES,
+    IMPL_NAMES.name,
     2,
     60000,
     extra_flag,

@@ -21,6 +21,7 @@
 
 #include "common/cuda_utils.cuh"
 #include "common/host.h"
+#include "common/versions.h"
 #include "07_mnist_mlp/part1_fused/04_gemm_tune.cuh"
 #include "07_mnist_mlp/kernels.cuh"
 
@@ -85,9 +86,8 @@ typedef struct {
     void (*next_order_drawn)(Trainer *t);
 } StepFamily;
 
+/* What a trainer chooses within its family of steps. */
 typedef struct {
-    const char *name, *role;
-    const StepFamily *family;
     int gemm;              /* GEMM_*: the products of gemm() below, or GEMM_TENSOR_CORES: the
                           family's own (chapter 05's tensor-core GEMMs in the row's precision),
                           or GEMM_OWN: products inside the family's own kernel */
@@ -102,7 +102,11 @@ typedef struct {
                           steps with another GEMM, or the trainer it improves on (NULL: none) */
     const char *precision; /* of its products: "fp32", "tf32" or "bf16"; PyTorch in the same
                               precision is its ceiling */
-} Impl;
+} TrainerChoices;
+
+/* A row of the table of trainers (common/versions.h's row): its name and role, what runs it
+ * (`launch`: its family of steps) and its choices within the family. */
+typedef Version<const StepFamily *, TrainerChoices> Impl;
 
 struct Trainer {
     const Impl *impl;
@@ -151,9 +155,9 @@ static void sgemm_cublas(int M, int N, int K, float alpha, const float *A, const
 static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float *A, const float *B,
                  float beta, float *C)
 {
-    if (t->impl->gemm == GEMM_NAIVE)
+    if (t->impl->extra.gemm == GEMM_NAIVE)
         sgemm_naive(M, N, K, alpha, A, B, beta, C);
-    else if (t->impl->gemm == GEMM_BEST) {
+    else if (t->impl->extra.gemm == GEMM_BEST) {
         for (int i = 0; i < t->n_tuned; i++) {
             const TunedGemm *g = &t->tuned[i];
             if (g->M == M && g->N == N && g->K == K && beta == 1.0f) {
@@ -162,7 +166,7 @@ static void gemm(const Trainer *t, int M, int N, int K, float alpha, const float
             }
         }
         sgemm_best(M, N, K, alpha, A, B, beta, C);
-    } else if (t->impl->gemm == GEMM_CUBLAS)
+    } else if (t->impl->extra.gemm == GEMM_CUBLAS)
         sgemm_cublas(M, N, K, alpha, A, B, beta, C);
     else {
         fprintf(stderr, "internal error: trainer %s has no fp32 products\n", t->impl->name);
@@ -188,14 +192,14 @@ static MlpBatch fused_batch(const Trainer *t)
  * one kernel (the bench times all its epochs, and its stages inside them). */
 static int epoch_in_one_launch(const Impl *impl)
 {
-    return impl->graph == GRAPH_EPOCH || impl->family->epoch;
+    return impl->extra.graph == GRAPH_EPOCH || impl->launch->epoch;
 }
 
 /* Why trainer `impl` cannot train H hidden units in batches of B on this GPU: 1 and the
  * reason in why, or 0 if it can. */
 static int impl_unsupported(const Impl *impl, int hidden, int batch, char *why, size_t len)
 {
-    return impl->family->unsupported ? impl->family->unsupported(hidden, batch, why, len) : 0;
+    return impl->launch->unsupported ? impl->launch->unsupported(hidden, batch, why, len) : 0;
 }
 
 static int steps_per_epoch(const Trainer *t) { return (t->n_train + t->batch - 1) / t->batch; }
@@ -267,7 +271,7 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
            bc = (size_t)batch * MLP_CLASSES * sizeof(float);
     size_t bx = (size_t)batch * IDX_PIXELS * sizeof(float), pb = t->l.total * sizeof(float);
     /* the whole training set as bytes: 47 MB for 60,000 images */
-    if (impl->feed == FEED_RESIDENT) {
+    if (impl->extra.feed == FEED_RESIDENT) {
         t->pixels = (unsigned char *)dalloc((size_t)n_train * IDX_PIXELS);
         t->labels = (unsigned char *)dalloc((size_t)n_train);
         CUDA_CHECK(cudaMemcpy(t->pixels, train->pixels, (size_t)n_train * IDX_PIXELS,
@@ -310,8 +314,8 @@ static void trainer_create(Trainer *t, const Impl *impl, const IdxDataset *train
     t->step_loss = (float *)dalloc((size_t)steps * sizeof(float));
     t->h_step_loss = (float *)xmalloc((size_t)steps * sizeof(float));
     CUDA_CHECK(cudaMemset(t->step_loss, 0, (size_t)steps * sizeof(float)));
-    if (impl->gemm == GEMM_BEST && impl->family->fused) tune_products(t);
-    if (impl->family->create) impl->family->create(t);
+    if (impl->extra.gemm == GEMM_BEST && impl->launch->fused) tune_products(t);
+    if (impl->launch->create) impl->launch->create(t);
 }
 
 static void trainer_set_params(Trainer *t, const float *host_params, float lr, float mu)
@@ -325,7 +329,7 @@ static void trainer_set_params(Trainer *t, const float *host_params, float lr, f
 
 static void trainer_destroy(Trainer *t)
 {
-    if (t->impl->family->destroy) t->impl->family->destroy(t);
+    if (t->impl->launch->destroy) t->impl->launch->destroy(t);
     void *dev[] = {t->pixels,     t->labels,    t->test_pixels, t->test_labels, t->order,
                    t->test_order, t->params,    t->vel,         t->x,           t->xt,
                    t->z1,         t->dz2,       t->dz1,         t->y,           t->cursor,

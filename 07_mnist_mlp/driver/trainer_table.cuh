@@ -14,49 +14,50 @@
 #include "07_mnist_mlp/part1_fused/08_three_launch_steps.cuh"
 #include "07_mnist_mlp/part1_fused/01_unfused_steps.cuh"
 
-/* name, role, family, gemm, feed, sync_each, graph, vs, precision */
+/* name, role, family of steps,
+ *     {gemm, feed, sync_each, graph, vs, precision} */
+// clang-format off
 static const Impl IMPLS[] = {
-    {"naive", "naive", &UNFUSED_STEPS, GEMM_NAIVE, FEED_COPY, 1, GRAPH_NONE, NULL, "fp32"},
-    {"resident", "step", &UNFUSED_STEPS, GEMM_NAIVE, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
-    {"best_kernels", "step", &UNFUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
-    {"fused", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_NONE, NULL, "fp32"},
-    {"fed", "step", &FED_STEPS, GEMM_BEST, FEED_DOUBLE_BUFFER, 0, GRAPH_NONE, NULL, "fp32"},
-    {"step_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_STEP, NULL, "fp32"},
-    {"epoch_graph", "step", &FUSED_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH, "cublas",
-     "fp32"},
-    {"optimized", "optimized", &THREE_STEPS, GEMM_BEST, FEED_RESIDENT, 0, GRAPH_EPOCH,
-     "epoch_graph", "fp32"},
-    {"cublas", "ceiling", &FUSED_STEPS, GEMM_CUBLAS, FEED_RESIDENT, 0, GRAPH_EPOCH, NULL, "fp32"},
-    {"tf32", "optimized", &TF32_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH,
-     "optimized", "tf32"},
-    {"bf16", "optimized", &THREE_BF16_STEPS, GEMM_TENSOR_CORES, FEED_RESIDENT, 0, GRAPH_EPOCH,
-     "optimized", "bf16"},
-    {"persistent", "optimized", &PERSISTENT_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE,
-     "optimized", "fp32"},
-    {"persistent_bf16x3", "optimized", &PERSISTENT_BF16X3_STEPS, GEMM_OWN, FEED_RESIDENT, 0,
-     GRAPH_NONE, "persistent", "fp32"},
-    {"persistent_bf16", "optimized", &PERSISTENT_BF16_STEPS, GEMM_OWN, FEED_RESIDENT, 0, GRAPH_NONE,
-     "persistent", "bf16"},
+    {"naive",             "naive",     &UNFUSED_STEPS,
+        {GEMM_NAIVE,        FEED_COPY,          1, GRAPH_NONE,  NULL,          "fp32"}},
+    {"resident",          "step",      &UNFUSED_STEPS,
+        {GEMM_NAIVE,        FEED_RESIDENT,      0, GRAPH_NONE,  NULL,          "fp32"}},
+    {"best_kernels",      "step",      &UNFUSED_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_NONE,  NULL,          "fp32"}},
+    {"fused",             "step",      &FUSED_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_NONE,  NULL,          "fp32"}},
+    {"fed",               "step",      &FED_STEPS,
+        {GEMM_BEST,         FEED_DOUBLE_BUFFER, 0, GRAPH_NONE,  NULL,          "fp32"}},
+    {"step_graph",        "step",      &FUSED_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_STEP,  NULL,          "fp32"}},
+    {"epoch_graph",       "step",      &FUSED_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_EPOCH, "cublas",      "fp32"}},
+    {"optimized",         "optimized", &THREE_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_EPOCH, "epoch_graph", "fp32"}},
+    {"cublas",            "ceiling",   &FUSED_STEPS,
+        {GEMM_CUBLAS,       FEED_RESIDENT,      0, GRAPH_EPOCH, NULL,          "fp32"}},
+    {"tf32",              "optimized", &TF32_STEPS,
+        {GEMM_TENSOR_CORES, FEED_RESIDENT,      0, GRAPH_EPOCH, "optimized",   "tf32"}},
+    {"bf16",              "optimized", &THREE_BF16_STEPS,
+        {GEMM_TENSOR_CORES, FEED_RESIDENT,      0, GRAPH_EPOCH, "optimized",   "bf16"}},
+    {"persistent",        "optimized", &PERSISTENT_STEPS,
+        {GEMM_OWN,          FEED_RESIDENT,      0, GRAPH_NONE,  "optimized",   "fp32"}},
+    {"persistent_bf16x3", "optimized", &PERSISTENT_BF16X3_STEPS,
+        {GEMM_OWN,          FEED_RESIDENT,      0, GRAPH_NONE,  "persistent",  "fp32"}},
+    {"persistent_bf16",   "optimized", &PERSISTENT_BF16_STEPS,
+        {GEMM_OWN,          FEED_RESIDENT,      0, GRAPH_NONE,  "persistent",  "bf16"}},
 };
-#define NIMPLS (int)(sizeof IMPLS / sizeof IMPLS[0])
+// clang-format on
+#define NIMPLS VERSION_COUNT(IMPLS)
 
 /* The --kernel and --impl names: IMPLS's, filled in by list_impl_names before the command
  * line is read. */
-static const char *IMPL_NAMES[NIMPLS + 1];
+static NameList IMPL_NAMES;
 
-static void list_impl_names(void)
-{
-    for (int i = 0; i < NIMPLS; i++) IMPL_NAMES[i] = IMPLS[i].name;
-    IMPL_NAMES[NIMPLS] = NULL;
-}
+static void list_impl_names(void) { name_list_add(&IMPL_NAMES, IMPLS, NIMPLS); }
 
 /* The row named `name`, or -1. */
-static int impl_index(const char *name)
-{
-    for (int i = 0; i < NIMPLS; i++)
-        if (strcmp(IMPLS[i].name, name) == 0) return i;
-    return -1;
-}
+static int impl_index(const char *name) { return version_index(IMPLS, NIMPLS, name); }
 
 static const Impl *find_impl(const char *name)
 {

@@ -36,7 +36,7 @@ static void unfused_create(Trainer *t)
     u->da1 = (float *)dalloc(bh);
     CUDA_CHECK(cudaMemset(u->grad, 0, pb));
     reduce_workspace_alloc(&u->reduce_ws, batch);
-    if (t->impl->feed == FEED_COPY) {
+    if (t->impl->extra.feed == FEED_COPY) {
         u->h_x = (float *)xmalloc(bx);
         u->h_y = (int *)xmalloc((size_t)batch * sizeof(int));
     }
@@ -54,14 +54,14 @@ static void unfused_destroy(Trainer *t)
     t->own = NULL;
 }
 
-#define SYNC_IF(t)                                                     \
-    do {                                                               \
-        if ((t)->impl->sync_each) CUDA_CHECK(cudaDeviceSynchronize()); \
+#define SYNC_IF(t)                                                           \
+    do {                                                                     \
+        if ((t)->impl->extra.sync_each) CUDA_CHECK(cudaDeviceSynchronize()); \
     } while (0)
 
 static void transpose(const Trainer *t, const float *in, float *out, int cols, int rows)
 {
-    if (t->impl->gemm == GEMM_NAIVE)
+    if (t->impl->extra.gemm == GEMM_NAIVE)
         launch_transpose_naive(in, out, cols, rows);
     else
         launch_transpose_smem<64, 1, 8>(in, out, cols, rows);
@@ -97,7 +97,7 @@ static void step_unfused(Trainer *t, int s, int batch, float lr, float mu)
     float *gW1 = u->grad + l->w1, *gb1 = u->grad + l->b1, *gW2 = u->grad + l->w2,
           *gb2 = u->grad + l->b2;
     unsigned eb = mlp_blocks(bh, MLP_NAIVE_BLOCK), rb = mlp_blocks(batch, MLP_NAIVE_BLOCK);
-    if (t->impl->feed == FEED_COPY) {
+    if (t->impl->extra.feed == FEED_COPY) {
         feed_from_host(t, first, batch);
     } else {
         MlpSource src = train_source(t);
@@ -126,7 +126,7 @@ static void step_unfused(Trainer *t, int s, int batch, float lr, float mu)
     mlp_xent_naive<<<rb, MLP_NAIVE_BLOCK>>>(u->p, t->y, u->rowloss, t->dz2, batch);
     CHECK_LAUNCH();
     SYNC_IF(t);
-    if (t->impl->gemm == GEMM_NAIVE)
+    if (t->impl->extra.gemm == GEMM_NAIVE)
         reduce_launch_v1(u->rowloss, batch, t->step_loss + s, &u->reduce_ws);
     else
         reduce_sum(u->rowloss, batch, t->step_loss + s, &u->reduce_ws);
