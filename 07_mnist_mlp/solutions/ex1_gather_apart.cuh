@@ -45,6 +45,7 @@ static void ex1_stage(Trainer *t, int stage)
                       t->batch, NULL);
         return;
     }
+    if (batch_of_step(t, 1) <= 0) return; /* an epoch of one step: no second batch */
     MlpSource src = train_source(t);
     MlpBatch dst = fused_batch(t);
     launch_gather(&src, t->batch, batch_of_step(t, 1), &dst);

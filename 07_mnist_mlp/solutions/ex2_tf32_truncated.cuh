@@ -17,8 +17,8 @@
  * 2^-12 of one near 2), so each product, and z1 with them, comes out smaller by about 7e-4 of
  * itself: more than the rounded trainer's z1 tolerance, 5e-4, which was derived for unbiased errors
  * of up to 2^-11 that cancel. Expect the z1 comparison (and dz2's, through z2) to fail with
- * TC_TOLERANCES. The tolerances below allow a bias of one ulp an operand (2^-9 a product) with room,
- * which still catches a wrong row (an error of the order of 1e-1). What 10 epochs say is another
+ * TC_TOLERANCES. The tolerances below allow a bias of one ulp an operand (2^-9 a product) with
+ * room, and still catch a wrong row (an error of the order of 1e-1). What 10 epochs say is another
  * matter: a bias of a few parts in 10^4 in z1 is far below the noise of SGD itself, so expect the
  * accuracy after 10 epochs within the run-to-run spread of tf32's (the bench holds the two within
  * 0.3 points). Rounding where the operands are written costs a few instructions in kernels that

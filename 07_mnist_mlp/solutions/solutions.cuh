@@ -7,7 +7,8 @@
  *   ex2_tf32_truncated        warm-up: TF32 operands truncated by the tensor cores, not rounded
  *   ex3_last_block            practice: the hidden backward's last block steps b1, W2, b2
  *   ex4_graph_params          practice: a step graph whose arguments are set before each replay
- *   ex5_out_backward          stretch: output layer and hidden backward in one launch, no hand-off */
+ *   ex5_out_backward          stretch: output layer and hidden backward in one launch, no
+ *                             hand-off */
 #ifndef CH07_SOLUTIONS_CUH
 #define CH07_SOLUTIONS_CUH
 
