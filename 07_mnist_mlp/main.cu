@@ -48,6 +48,9 @@
  *                      06_phases.cuh its phases, 07_softmax_backward.cuh two of them,
  *                      08_batch.cuh how a batch arrives; 09_kernel.cuh the kernel's loop;
  *                      10_persistent_steps.cuh its family
+ *   solutions/         the lesson's exercises' answers, each a family of steps with a row
+ *                      (role exercise) in driver/trainer_table.cuh
+ *   figures/           the lesson's explanatory drawings (make_figures.py)
  *   main.cu            --train, and what runs when */
 #include "07_mnist_mlp/driver/bench.cuh"
 #include "07_mnist_mlp/driver/check.cuh"

@@ -13,6 +13,7 @@
 #include "07_mnist_mlp/part2_tensor_cores/01_tc_steps.cuh"
 #include "07_mnist_mlp/part1_fused/08_three_launch_steps.cuh"
 #include "07_mnist_mlp/part1_fused/01_unfused_steps.cuh"
+#include "07_mnist_mlp/solutions/solutions.cuh"
 
 /* name, role, family of steps,
  *     {gemm, feed, sync_each, graph, vs, precision} */
@@ -46,6 +47,17 @@ static const Impl IMPLS[] = {
         {GEMM_OWN,          FEED_RESIDENT,      0, GRAPH_NONE,  "persistent",  "fp32"}},
     {"persistent_bf16",   "optimized", &PERSISTENT_BF16_STEPS,
         {GEMM_OWN,          FEED_RESIDENT,      0, GRAPH_NONE,  "persistent",  "bf16"}},
+    /* the exercises' answers (solutions/) */
+    {"ex1_gather_apart",  "exercise",  &EX1_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_EPOCH, "epoch_graph", "fp32"}},
+    {"ex2_tf32_truncated", "exercise", &EX2_STEPS,
+        {GEMM_TENSOR_CORES, FEED_RESIDENT,      0, GRAPH_EPOCH, "tf32",        "tf32"}},
+    {"ex3_last_block",    "exercise",  &EX3_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_EPOCH, "epoch_graph", "fp32"}},
+    {"ex4_graph_params",  "exercise",  &EX4_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_NONE,  "step_graph",  "fp32"}},
+    {"ex5_out_backward",  "exercise",  &EX5_STEPS,
+        {GEMM_BEST,         FEED_RESIDENT,      0, GRAPH_EPOCH, "epoch_graph", "fp32"}},
 };
 // clang-format on
 #define NIMPLS VERSION_COUNT(IMPLS)
