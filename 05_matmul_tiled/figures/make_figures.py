@@ -12,7 +12,10 @@ The fp32 ladder (README.md):
   cp_async_pipeline.png  a block's K slices in time: loaded then multiplied (warptile), two
                          stages with cp.async (double_buffer), three stages
 Any shape (any_shape.md):
-  waves.png              blocks per SM for hopper's 128x256 tiles at 2048^3 and 2049^3
+  waves.png              blocks per SM for hopper's 128x256 tiles at 2048^3, 2049^3, 4096^3
+                         and 4097^3
+  pdl.png                programmatic dependent launch: the stream-K launch starting during
+                         the C = beta * C launch before it
 The tensor cores (tensor_cores.md, hopper.md):
   mma_fragments.png      mma.sync m16n8k16: which lane holds which elements of A, B and C,
                          and the 8 row addresses of one ldmatrix phase
@@ -339,6 +342,40 @@ def waves():
         ax.set_ylabel("tiles an SM runs", fontsize=7)
     fig.tight_layout()
     save(fig, "waves.png")
+
+
+def pdl():
+    fig, ax = plt.subplots(figsize=(12, 3.0))
+    rows = [("ordinary launches", 2.0), ("programmatic dependent launch", 0.3)]
+    for name, y in rows:
+        ax.text(-0.3, y + 0.55, name, ha="right", va="center", fontsize=8, weight="bold")
+    # ordinary: scale, then the stream-K kernel
+    y = 2.0
+    box(ax, 0, y + 0.6, 3.0, 0.5, fc=LIGHT[GREY], ec=GREY, text="C = beta C", fs=7)
+    box(ax, 3.3, y, 6.0, 0.5, fc=LIGHT[BLUE], ec=BLUE, text="main loop", fs=7)
+    box(ax, 9.3, y, 1.6, 0.5, fc=BLUE, ec=BLUE, text="atomics", fs=7, color="white")
+    ax.text(3.15, y + 0.25, "launch\ngap", ha="center", va="center", fontsize=6, color=RED)
+    # PDL
+    y = 0.3
+    box(ax, 0, y + 0.6, 3.0, 0.5, fc=LIGHT[GREY], ec=GREY, text="C = beta C", fs=7)
+    ax.plot([0.05, 0.05], [y - 0.1, y + 1.2], color=PURPLE, lw=1.5)
+    ax.text(0.15, y + 1.25, "launch_dependents", fontsize=6, color=PURPLE)
+    box(ax, 0.4, y, 6.0, 0.5, fc=LIGHT[BLUE], ec=BLUE, text="main loop (reads A, B)", fs=7)
+    ax.plot([6.4, 6.4], [y - 0.1, y + 0.6], color=PURPLE, lw=1.5)
+    ax.text(6.45, y - 0.35, "griddepcontrol.wait: C = beta C has finished", fontsize=6,
+            color=PURPLE)
+    box(ax, 6.4, y, 1.6, 0.5, fc=BLUE, ec=BLUE, text="atomics", fs=7, color="white")
+    ax.text(12.3, 1.3, "The first kernel executes griddepcontrol.launch_dependents, which lets "
+            "the\nnext launch (made with cudaLaunchAttributeProgrammaticStreamSerialization)"
+            "\nstart at once; the dependent kernel runs what does not need the first one's"
+            "\nresults, and waits for them (griddepcontrol.wait) only before C.",
+            fontsize=7, va="center")
+    ax.set_xlim(-5.5, 22)
+    ax.set_ylim(-0.6, 3.4)
+    ax.axis("off")
+    ax.set_title("Programmatic dependent launch (sm_90): stream-K's scaling of C runs under "
+                 "its main loop instead of before it", fontsize=9, loc="left")
+    save(fig, "pdl.png")
 
 
 # ------------------------------------------------------------------ the tensor cores
@@ -688,6 +725,7 @@ if __name__ == "__main__":
     padding()
     cp_async_pipeline()
     waves()
+    pdl()
     mma_fragments()
     swizzle()
     tma_box()
