@@ -9,16 +9,17 @@
  * Answer. A thread holds TM x TN accumulators and TM + TN fragment values: 32 + 12 against
  * step 5's 64 + 16, so ptxas needs fewer registers than step 5's 162: 108 for 8x4 and 98
  * for 4x8 (-Xptxas -v, CUDA 13.0, sm_90a). 512 threads of 108 registers are 55,296 of the
- * SM's 65,536: still one block an SM, but of 16 warps instead of 8, so
- * twice as many warps hide the latency of the global loads and of the barrier before each
- * slice, which is what held step 5 back. The price is reuse: per k a thread reads 12
- * values for 32 FMAs (0.375 a FMA) against 16 for 64 (0.25). Shared memory has room for
- * it (128 bytes a cycle against 128 FMAs a cycle per SM: one 4-byte value per FMA is the
- * limit), so the warps win: expect both faster than step 5. Between the two: with 8x4 the
+ * SM's 65,536: still one block an SM, but of 16 warps instead of 8, so twice as many warps
+ * hide the latency of the global loads and of the barrier before each slice, which is what
+ * held step 5 back. The price is reuse: per k a thread reads 12 values for 32 FMAs against
+ * 16 for 64. Shared memory has room for it: the lanes that share a row share its A values
+ * (one broadcast), so a warp fetches 8 + 128 floats, 544 bytes, per k for its 1,024 FMAs,
+ * about half a byte an FMA, against the byte an FMA that 128 bytes a cycle give 128 FMA
+ * lanes. So the warps win: expect both faster than step 5. Between the two: with 8x4 the
  * 32 lanes of a warp share one row and read B as 32 neighbouring float4 (no bank
  * conflict); with 4x8 a warp covers two rows and its 16 column lanes read float4s 32 bytes
- * apart, step 5's 2-way conflict. So 8x4 should be the faster one. Check with
- * `--bench --kernel blocktile_2d,ex1_blocktile_8x4,ex1_blocktile_4x8,vectorized`.
+ * apart, step 5's 2-way conflict. So 8x4 should be the faster one. Check with `--bench
+ * --kernel blocktile_2d,ex1_blocktile_8x4,ex1_blocktile_4x8,vectorized`.
  *
  * The kernel is step 5's with TM and TN as template parameters; the loads, the edge
  * handling and the epilogue are step 5's. */
