@@ -17,9 +17,10 @@
 #include "05_matmul_tiled/kernels.cuh"
 #include "05_matmul_tiled/driver/shape_sweep.cuh"
 #include "05_matmul_tiled/driver/tc_driver.cuh"
+#include "05_matmul_tiled/solutions/solutions.cuh"
 
-/* The fp32 ladder in order, the dispatcher, and last the ceiling (check_shape and
- * bench_shape take a table's last version as its ceiling). */
+/* The fp32 ladder in order, the dispatcher, the exercises' answers, and last the ceiling
+ * (check_shape and bench_shape take a table's last version as its ceiling). */
 static const SgemmVersion VERSIONS[] = {
     {"naive", "naive", sgemm_naive, {0}},
     {"coalesced", "step", sgemm_coalesced, {0}},
@@ -40,6 +41,15 @@ static const SgemmVersion VERSIONS[] = {
     {"thin_n_8x8", "step", sgemm_thin_n_8x8, {SgemmThinN8x8Cfg::SMEM_BYTES}},
     {"gemv", "step", sgemm_gemv, {0}},
     {"best", "step", sgemm_best, {0}},
+    /* the exercises' answers (solutions/, README "Exercises") */
+    {"ex1_blocktile_8x4", "exercise", ex1_blocktile_8x4, {0}},
+    {"ex1_blocktile_4x8", "exercise", ex1_blocktile_4x8, {0}},
+    {"ex2_hopper_2stages", "exercise", ex2_hopper_2stages, {Ex2TwoStagesCfg::SMEM_BYTES}},
+    {"ex2_hopper_no_prefetch", "exercise", ex2_hopper_no_prefetch, {Ex2NoPrefetchCfg::SMEM_BYTES}},
+    {"ex3_vector_loads", "exercise", ex3_vector_loads, {0}},
+    {"ex4_register_prefetch", "exercise", ex4_register_prefetch, {0}},
+    {"ex5_three_stages", "exercise", ex5_three_stages, {Ex5Cfg::SMEM_BYTES}},
+    {"ex6_few_columns", "exercise", ex6_few_columns, {0}},
     {"cublas", "ceiling", sgemm_cublas, {0}},
 };
 #define NVERSIONS VERSION_COUNT(VERSIONS)

@@ -11,10 +11,11 @@
 # The builds run in parallel. Adopt the winner in the SGEMM_TUNED_* defaults
 # (fp32/10_hopper.cuh). CONFIGS="..." in the environment replaces the list below.
 #
-# The list is round 4 (run on an H100 on 2026-11-25: the default won, README): is the
+# The list is round 4 (run on an H100 on 2026-11-25: the default won, README.md's
+# `hopper` section; the history in records/lesson_history.md): is the
 # tuned kernel's gap to cuBLAS at 4096^3 the instruction cache? Its fully unrolled
 # 32-deep slice is 78 KB of SASS and ncu counts 0.24 "no instruction" stalls per issue
-# against cuBLAS's 0.02 (README). BK = 16 halves the
+# against cuBLAS's 0.02 (README.md, "How close"). BK = 16 halves the
 # loop and BK = 8 (cuBLAS's depth) quarters it, at the price of a barrier every 16 or 8
 # k steps instead of 32; deeper rings keep as many bytes in flight. Round 3 tried BK = 16
 # only with WTR = 4 (88-90% against 92.9-93.5% for BK = 32); here with the winner's 64x64
