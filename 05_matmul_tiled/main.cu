@@ -56,6 +56,8 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, {true}},
     {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, {true}},
     {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, {true}},
+    {"wgmma_padded_bf16", "step", tc_wgmma_padded_bf16, {TC_HOPPER_ANY_K}},
+    {"wgmma_ws_128x128_bf16", "step", tc_wgmma_ws_128x128_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
@@ -67,6 +69,8 @@ static const TcVersion<float> TC_TF32[] = {
     {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, {true}},
     {"wgmma_cluster_tf32", "step", tc_wgmma_cluster_tf32, {true}},
     {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, {true}},
+    {"wgmma_padded_tf32", "step", tc_wgmma_padded_tf32, {TC_HOPPER_ANY_K}},
+    {"wgmma_ws_128x128_tf32", "step", tc_wgmma_ws_128x128_tf32, {true}},
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };
@@ -88,9 +92,10 @@ static const int SWEEP_SIZES[] = {256, 512, 1024, 2048, 4096, 8192};
 #define NSWEEP (int)(sizeof SWEEP_SIZES / sizeof SWEEP_SIZES[0])
 
 /* The tensor-core check: the awkward shapes (K = 1 and K not a multiple of 8, which the
- * Hopper versions skip with the reason, primes, a 1-column C, a tall-skinny product), then
- * chapter 07's tensor-core products in their A/Bt form (forward x W1 and dW1^T = dz1^T x,
- * at batch 256, its last partial batch of 96, and batch 32), then the bench size. */
+ * TMA versions skip with the reason and the padded step copies, primes, a 1-column C, a
+ * tall-skinny product), then chapter 07's tensor-core products in their A/Bt form (forward
+ * x W1 and dW1^T = dz1^T x, at batch 256, its last partial batch of 96, and batch 32), then
+ * the bench size. */
 static const int TC_CHECK_SHAPES[][3] = {
     {1, 1, 1},       {7, 13, 5},       {64, 64, 1},      {1, 1, 8},
     {127, 129, 131}, {129, 257, 72},   {300, 20, 784},   {1000, 1, 4097},

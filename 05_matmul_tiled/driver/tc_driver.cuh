@@ -22,12 +22,14 @@
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
- * (tensor_cores/common.cuh) for input type T, and whether the version is wgmma + TMA (sm_90a
- * only, and only where TMA can describe A and Bt). */
+ * (tensor_cores/common.cuh) for input type T, and what the version needs: nothing (false),
+ * wgmma + TMA on the operands as they are (true: sm_90a only, and only where TMA can describe
+ * A and Bt), or wgmma at any K (TC_HOPPER_ANY_K: sm_90a only; it copies what TMA refuses). */
 template <typename T> using TcLauncher = void (*)(int M, int N, int K, float alpha, const T *A,
                                                   const T *Bt, float beta, float *C);
+enum { TC_HOPPER_ANY_K = 2 };
 typedef struct {
-    bool hopper;
+    int hopper;
 } TcNeeds;
 template <typename T> using TcVersion = Version<TcLauncher<T>, TcNeeds>;
 
@@ -78,7 +80,8 @@ static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, 
 {
     if (!v->extra.hopper) return NULL;
     const char *why = tc_wgmma_unavailable();
-    return why ? why : tc_tma_refusal(K, sizeof(T), A, Bt);
+    if (why || v->extra.hopper == TC_HOPPER_ANY_K) return why;
+    return tc_tma_refusal(K, sizeof(T), A, Bt);
 }
 
 /* ------------------------------------------------------------------ check */
