@@ -103,8 +103,11 @@ template <typename T> static void tc_run_into(void *ctx, float beta, float *C)
  * cores may truncate their additions instead of rounding them. */
 static double tc_tolerance(int K) { return 2.0 * sgemm_tolerance(K); }
 
-template <typename T>
-static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *versions, int count)
+/* Every selected version of one table on one shape; A starts a_shift elements and Bt
+ * b_shift elements past the start of their allocations (1: an address TMA refuses). */
+template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
+                                                   const TcVersion<T> *versions, int count,
+                                                   int a_shift, int b_shift)
 {
     size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.N * s.K, c_n = (size_t)s.M * s.N;
     unsigned long long seed = o->seed + (unsigned long long)s.M * 1000003ULL + s.N * 1009ULL + s.K;
@@ -114,11 +117,12 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     Reference ref;
     build_reference(s, tc_product_row<T>, A, Bt, C0, ALPHA, BETA, &ref);
     float *picked = (float *)xmalloc(sizeof(float) * (size_t)ref.nrows * s.N);
-    T *dA, *dB;
+    T *a_alloc, *b_alloc;
     float *dC;
-    CUDA_CHECK(cudaMalloc(&dA, a_n * sizeof(T)));
-    CUDA_CHECK(cudaMalloc(&dB, b_n * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&a_alloc, (a_n + a_shift) * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&b_alloc, (b_n + b_shift) * sizeof(T)));
     CUDA_CHECK(cudaMalloc(&dC, c_n * sizeof(float)));
+    T *dA = a_alloc + a_shift, *dB = b_alloc + b_shift;
     CUDA_CHECK(cudaMemcpy(dA, A, a_n * sizeof(T), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, Bt, b_n * sizeof(T), cudaMemcpyHostToDevice));
     int failures = 0;
@@ -134,8 +138,8 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
         failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
                                      picked, tc_tolerance(s.K));
     }
-    CUDA_CHECK(cudaFree(dA));
-    CUDA_CHECK(cudaFree(dB));
+    CUDA_CHECK(cudaFree(a_alloc));
+    CUDA_CHECK(cudaFree(b_alloc));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
     free(picked);
@@ -144,6 +148,12 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     free(C0);
     free(C);
     return failures;
+}
+
+template <typename T>
+static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *versions, int count)
+{
+    return tc_check_shape_at(o, s, versions, count, 0, 0);
 }
 
 /* ------------------------------------------------------------------ what each precision costs */
@@ -253,6 +263,7 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
         }
         b.v = &versions[v];
         float ms = v == count - 1 ? ceiling_ms : time_within_budget(tc_run_timed<T>, &b, o->reps);
+        bench_log_add(s, versions[v].name, ms); /* for the tensor-core sweep's summary */
         if (base_ms == 0.0) base_ms = ms;
         BenchRow r = {versions[v].name, versions[v].role, size,          ms,
                       tflops(s, ms),    "TFLOP/s",        ceiling->name, tflops(s, ceiling_ms)};
