@@ -6,7 +6,8 @@
 # OUT_DIR receives build.log, and:
 #   check_any_k.log  --check of the padded step, the 128x128 tile and best at odd K and N + 1
 #   check_sweep.log  --check --sweep-tc: every version tc_best may run on the 51 sweep shapes
-#   bench_sweep.log  --bench --sweep-tc-all (the tc_machine lines tc_calibrate.py reads)
+#   bench_sweep.log  --bench --sweep-tc-all, with the twins at K rounded up (and the
+#                    tc_machine lines tc_calibrate.py reads)
 #   tc_sweep.csv     its rows
 #   calibrate.log    records/tc_calibrate.py's fit and the model's plan against the fastest
 #                    version measured on each shape
