@@ -84,8 +84,16 @@
  *                          multicast to both
  * tensor_cores/09_wgmma_splitk.cuh  tc_wgmma_splitk_{bf16,tf32}: 64x128 tiles with K split
  *                          (small C: chapter 07)
- * tensor_cores/best.cuh    tc_best_{bf16,tf32}: the dispatcher: Hopper where TMA can describe
- *                          the operands, else the mma.sync pipeline
+ * tensor_cores/10_wgmma_padded.cuh  tc_wgmma_padded_{bf16,tf32}: TMA at any K: A and Bt
+ *                          copied into rows padded to 16 bytes, then tc_wgmma_ws on the copies
+ * tensor_cores/11_wgmma_ws_128x128.cuh  tc_wgmma_ws_128x128_{bf16,tf32}: step 6's kernel with
+ *                          128x128 tiles (a smaller last round)
+ * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
+ *                          round's fill, a fitted efficiency and fixed cost per kernel
+ *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)
+ * tensor_cores/best.cuh    tc_best_{bf16,tf32}: the dispatcher: the wgmma kernel (or two
+ *                          launches, or padded copies first) the model predicts fastest on a
+ *                          Hopper GPU, else the mma.sync pipeline
  *
  * THE FP32 CONTRACT (chapter 07 relies on it). Every launcher has the signature
  *     void sgemm_<name>(int M, int N, int K, float alpha, const float *A, const float *B,
@@ -140,6 +148,8 @@
 #include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
 #include "05_matmul_tiled/tensor_cores/08_wgmma_cluster.cuh"
 #include "05_matmul_tiled/tensor_cores/09_wgmma_splitk.cuh"
+#include "05_matmul_tiled/tensor_cores/10_wgmma_padded.cuh"
+#include "05_matmul_tiled/tensor_cores/11_wgmma_ws_128x128.cuh"
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 
 #endif

@@ -3,11 +3,11 @@
  * --check validates every version against a double-precision CPU product (normwise
  * relative error) on awkward shapes; --bench times every version against cuBLAS in the
  * same precision (SGEMM with TF32 off for fp32, GemmEx for the tensor cores) on the same
- * shape in the same run; --sweep adds the fp32 shape sweep.
+ * shape in the same run; --sweep adds the fp32 shape sweep, --sweep-tc the tensor-core one.
  * This file holds the version tables, the shapes, the command line and main; check.cuh the
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
  * ceilings.cuh the cuBLAS calls, driver/tc_driver.cuh the tensor-core tables' check and bench,
- * shape_sweep.cuh the shape sweep. */
+ * shape_sweep.cuh the shape sweep, tc_sweep.cuh the tensor-core sweep. */
 #include "05_matmul_tiled/driver/bench.cuh"
 #include "05_matmul_tiled/driver/ceilings.cuh"
 #include "05_matmul_tiled/driver/check.cuh"
@@ -17,6 +17,7 @@
 #include "05_matmul_tiled/kernels.cuh"
 #include "05_matmul_tiled/driver/shape_sweep.cuh"
 #include "05_matmul_tiled/driver/tc_driver.cuh"
+#include "05_matmul_tiled/driver/tc_sweep.cuh"
 #include "05_matmul_tiled/solutions/solutions.cuh"
 
 /* The fp32 ladder in order, the dispatcher, the exercises' answers, and last the ceiling
@@ -66,6 +67,8 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, {true}},
     {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, {true}},
     {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, {true}},
+    {"wgmma_padded_bf16", "step", tc_wgmma_padded_bf16, {TC_HOPPER_ANY_K}},
+    {"wgmma_ws_128x128_bf16", "step", tc_wgmma_ws_128x128_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
@@ -77,6 +80,8 @@ static const TcVersion<float> TC_TF32[] = {
     {"wgmma_persistent_tf32", "optimized", tc_wgmma_persistent_tf32, {true}},
     {"wgmma_cluster_tf32", "step", tc_wgmma_cluster_tf32, {true}},
     {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, {true}},
+    {"wgmma_padded_tf32", "step", tc_wgmma_padded_tf32, {TC_HOPPER_ANY_K}},
+    {"wgmma_ws_128x128_tf32", "step", tc_wgmma_ws_128x128_tf32, {true}},
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };
@@ -98,9 +103,10 @@ static const int SWEEP_SIZES[] = {256, 512, 1024, 2048, 4096, 8192};
 #define NSWEEP (int)(sizeof SWEEP_SIZES / sizeof SWEEP_SIZES[0])
 
 /* The tensor-core check: the awkward shapes (K = 1 and K not a multiple of 8, which the
- * Hopper versions skip with the reason, primes, a 1-column C, a tall-skinny product), then
- * chapter 07's tensor-core products in their A/Bt form (forward x W1 and dW1^T = dz1^T x,
- * at batch 256, its last partial batch of 96, and batch 32), then the bench size. */
+ * TMA versions skip with the reason and the padded step copies, primes, a 1-column C, a
+ * tall-skinny product), then chapter 07's tensor-core products in their A/Bt form (forward
+ * x W1 and dW1^T = dz1^T x, at batch 256, its last partial batch of 96, and batch 32), then
+ * the bench size. */
 static const int TC_CHECK_SHAPES[][3] = {
     {1, 1, 1},       {7, 13, 5},       {64, 64, 1},      {1, 1, 8},
     {127, 129, 131}, {129, 257, 72},   {300, 20, 784},   {1000, 1, 4097},
@@ -113,14 +119,28 @@ static const int TC_BENCH_SHAPES[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096},
                                          {1024, 784, 32}};
 #define NTC_BENCH (int)(sizeof TC_BENCH_SHAPES / sizeof TC_BENCH_SHAPES[0])
 
-/* --sweep: also the shape sweep (driver/shape_sweep.h, driver/shape_sweep.cuh). */
-static int sweep = 0;
+/* The chapter's own flags: --sweep (the fp32 shape sweep: driver/shape_sweep.h and .cuh),
+ * --sweep-tc and --sweep-tc-all (the tensor-core sweep: driver/tc_sweep.h and .cuh), and
+ * --sweep-only (the sweeps without the default shapes). */
+typedef struct {
+    int fp32, tc, tc_all, only;
+} Sweeps;
+static Sweeps sweep = {0, 0, 0, 0};
 
 static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t errlen, void *ctx)
 {
     (void)argc, (void)err, (void)errlen;
-    if (strcmp(argv[*i], "--sweep")) return 0;
-    *(int *)ctx = 1;
+    Sweeps *w = (Sweeps *)ctx;
+    if (!strcmp(argv[*i], "--sweep"))
+        w->fp32 = 1;
+    else if (!strcmp(argv[*i], "--sweep-tc"))
+        w->tc = 1;
+    else if (!strcmp(argv[*i], "--sweep-tc-all"))
+        w->tc = w->tc_all = 1;
+    else if (!strcmp(argv[*i], "--sweep-only"))
+        w->only = 1;
+    else
+        return 0;
     return 1;
 }
 
@@ -139,7 +159,15 @@ static const ProgramSpec SPEC = {
     "                   products with one dimension in 16..128, and 48 random shapes\n"
     "                   (dimensions log-uniform in 1..8192, drawn from --seed); --check runs the\n"
     "                   versions sgemm_best uses on each, --bench times best, hopper and cuBLAS\n"
-    "                   on each and sums up best's % of cuBLAS over every shape it timed\n",
+    "                   on each and sums up best's % of cuBLAS over every shape it timed\n"
+    "  --sweep-tc       also the tensor-core shape sweep, bf16 and TF32: squares N-1, N, N+1\n"
+    "                   around 1024..8192, products with small dimensions, K = 1..7 (mod 8),\n"
+    "                   chapter 07's products and 16 random shapes (drawn from --seed);\n"
+    "                   --check runs every version tc_best may run on each, --bench times\n"
+    "                   best and cuBLAS on each and sums up best's % of cuBLAS\n"
+    "  --sweep-tc-all   the same, and --bench times every version --check runs (the rows\n"
+    "                   records/tc_calibrate.py fits tc_best's model to)\n"
+    "  --sweep-only     the sweeps alone, without the default shapes\n",
     KERNEL_NAMES.name,
     3,
     65536LL,
@@ -168,21 +196,23 @@ static int run_checks(const Options *o)
            o->seed, ALPHA, BETA);
     int failures = 0;
     if (table_selected(o, VERSIONS, NVERSIONS)) {
-        for (int i = 0; i < (o->nsizes ? o->nsizes : NCHECK); i++)
+        for (int i = 0; i < (sweep.only ? 0 : o->nsizes ? o->nsizes : NCHECK); i++)
             failures += check_shape(o, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS);
-        if (sweep) failures += check_sweep(o, VERSIONS, NVERSIONS);
+        if (sweep.fp32) failures += check_sweep(o, VERSIONS, NVERSIONS);
     }
-    if (table_selected(o, TC_BF16, NTC_BF16) || table_selected(o, TC_TF32, NTC_TF32)) {
+    int bf16 = table_selected(o, TC_BF16, NTC_BF16), tf32 = table_selected(o, TC_TF32, NTC_TF32);
+    if (bf16 || tf32) {
         printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference "
                "computed\nfrom the rounded inputs):\n");
-        for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_CHECK); i++) {
+        for (int i = 0; i < (sweep.only ? 0 : o->nsizes ? o->nsizes : NTC_CHECK); i++) {
             Shape s = shape_at(o, TC_CHECK_SHAPES, i);
-            if (table_selected(o, TC_BF16, NTC_BF16))
-                failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
-            if (table_selected(o, TC_TF32, NTC_TF32))
-                failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
+            if (bf16) failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
+            if (tf32) failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
         }
-        if (!o->kernel && !o->nsizes) tc_precision_report(o->seed);
+        if (sweep.tc)
+            failures +=
+                tc_check_sweep(o, bf16 ? TC_BF16 : NULL, NTC_BF16, tf32 ? TC_TF32 : NULL, NTC_TF32);
+        if (!o->kernel && !o->nsizes && !sweep.only) tc_precision_report(o->seed);
     }
     printf("%s\n", failures ? "CHECK FAILED" : "all checks passed");
     return failures;
@@ -192,10 +222,10 @@ static void run_bench(const Options *o, const DeviceInfo *info)
 {
     if (table_selected(o, VERSIONS, NVERSIONS)) {
         double last_ms[NVERSIONS] = {0.0};
-        if (o->nsizes) {
+        if (o->nsizes && !sweep.only) {
             for (int i = 0; i < o->nsizes; i++)
                 bench_shape(o, info, shape_of(&o->sizes[i]), VERSIONS, NVERSIONS, NULL);
-        } else {
+        } else if (!sweep.only) {
             for (int i = 0; i < NSWEEP; i++) {
                 Shape s = {SWEEP_SIZES[i], SWEEP_SIZES[i], SWEEP_SIZES[i]};
                 bench_shape(o, info, s, VERSIONS, NVERSIONS, last_ms);
@@ -203,20 +233,24 @@ static void run_bench(const Options *o, const DeviceInfo *info)
             for (int i = 5; i < 5 + NMLP; i++)
                 bench_shape(o, info, shape_at(o, CHECK_SHAPES, i), VERSIONS, NVERSIONS, NULL);
         }
-        if (sweep) bench_sweep(o, info, VERSIONS, NVERSIONS);
+        if (sweep.fp32) bench_sweep(o, info, VERSIONS, NVERSIONS);
     }
-    if (!tc_wgmma_unavailable() &&
+    if (!sweep.only && !tc_wgmma_unavailable() &&
         (kernel_selected(o, "wgmma_cluster_bf16") || kernel_selected(o, "wgmma_cluster_tf32"))) {
         int clusters = tc_wgmma_cluster_fit<bf16>();
         printf("\nwgmma_cluster: %d clusters of two blocks are resident at once, on %d of the "
                "%d SMs\n",
                clusters, 2 * clusters, sgemm_sm_count());
     }
-    for (int i = 0; i < (o->nsizes ? o->nsizes : NTC_BENCH); i++) {
+    int bf16 = table_selected(o, TC_BF16, NTC_BF16), tf32 = table_selected(o, TC_TF32, NTC_TF32);
+    for (int i = 0; i < (sweep.only ? 0 : o->nsizes ? o->nsizes : NTC_BENCH); i++) {
         Shape s = shape_at(o, TC_BENCH_SHAPES, i);
-        if (table_selected(o, TC_BF16, NTC_BF16)) tc_bench_shape(o, info, s, TC_BF16, NTC_BF16);
-        if (table_selected(o, TC_TF32, NTC_TF32)) tc_bench_shape(o, info, s, TC_TF32, NTC_TF32);
+        if (bf16) tc_bench_shape(o, info, s, TC_BF16, NTC_BF16);
+        if (tf32) tc_bench_shape(o, info, s, TC_TF32, NTC_TF32);
     }
+    if (sweep.tc && (bf16 || tf32))
+        tc_bench_sweep(o, info, bf16 ? TC_BF16 : NULL, NTC_BF16, tf32 ? TC_TF32 : NULL, NTC_TF32,
+                       sweep.tc_all);
 }
 
 int main(int argc, char **argv)
@@ -230,6 +264,8 @@ int main(int argc, char **argv)
         if (o.sizes[i].ndims == 2)
             cli_fail(&SPEC, "size '%lldx%lld': give N or MxNxK", o.sizes[i].dim[0],
                      o.sizes[i].dim[1]);
+    if (sweep.only && !sweep.fp32 && !sweep.tc)
+        cli_fail(&SPEC, "--sweep-only needs --sweep, --sweep-tc or --sweep-tc-all");
     DeviceInfo info;
     get_device_info(&info);
     print_device_info(&info);
@@ -240,8 +276,13 @@ int main(int argc, char **argv)
         double b = shape_bytes(shape_of(&o.sizes[i]));
         largest = b > largest ? b : largest;
     }
-    if (sweep) {
+    if (sweep.only) largest = 0.0;
+    if (sweep.fp32) {
         double b = sweep_largest_bytes(o.seed);
+        largest = b > largest ? b : largest;
+    }
+    if (sweep.tc) {
+        double b = tc_sweep_largest_bytes(o.seed);
         largest = b > largest ? b : largest;
     }
     require_device_memory(&SPEC, &info, largest, "A, B and C");

@@ -22,12 +22,14 @@
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
- * (tensor_cores/common.cuh) for input type T, and whether the version is wgmma + TMA (sm_90a
- * only, and only where TMA can describe A and Bt). */
+ * (tensor_cores/common.cuh) for input type T, and what the version needs: nothing (false),
+ * wgmma + TMA on the operands as they are (true: sm_90a only, and only where TMA can describe
+ * A and Bt), or wgmma at any K (TC_HOPPER_ANY_K: sm_90a only; it copies what TMA refuses). */
 template <typename T> using TcLauncher = void (*)(int M, int N, int K, float alpha, const T *A,
                                                   const T *Bt, float beta, float *C);
+enum { TC_HOPPER_ANY_K = 2 };
 typedef struct {
-    bool hopper;
+    int hopper;
 } TcNeeds;
 template <typename T> using TcVersion = Version<TcLauncher<T>, TcNeeds>;
 
@@ -78,7 +80,8 @@ static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, 
 {
     if (!v->extra.hopper) return NULL;
     const char *why = tc_wgmma_unavailable();
-    return why ? why : tc_tma_refusal(K, sizeof(T), A, Bt);
+    if (why || v->extra.hopper == TC_HOPPER_ANY_K) return why;
+    return tc_tma_refusal(K, sizeof(T), A, Bt);
 }
 
 /* ------------------------------------------------------------------ check */
@@ -100,8 +103,11 @@ template <typename T> static void tc_run_into(void *ctx, float beta, float *C)
  * cores may truncate their additions instead of rounding them. */
 static double tc_tolerance(int K) { return 2.0 * sgemm_tolerance(K); }
 
-template <typename T>
-static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *versions, int count)
+/* Every selected version of one table on one shape; A starts a_shift elements and Bt
+ * b_shift elements past the start of their allocations (1: an address TMA refuses). */
+template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
+                                                   const TcVersion<T> *versions, int count,
+                                                   int a_shift, int b_shift)
 {
     size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.N * s.K, c_n = (size_t)s.M * s.N;
     unsigned long long seed = o->seed + (unsigned long long)s.M * 1000003ULL + s.N * 1009ULL + s.K;
@@ -111,11 +117,12 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     Reference ref;
     build_reference(s, tc_product_row<T>, A, Bt, C0, ALPHA, BETA, &ref);
     float *picked = (float *)xmalloc(sizeof(float) * (size_t)ref.nrows * s.N);
-    T *dA, *dB;
+    T *a_alloc, *b_alloc;
     float *dC;
-    CUDA_CHECK(cudaMalloc(&dA, a_n * sizeof(T)));
-    CUDA_CHECK(cudaMalloc(&dB, b_n * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&a_alloc, (a_n + a_shift) * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&b_alloc, (b_n + b_shift) * sizeof(T)));
     CUDA_CHECK(cudaMalloc(&dC, c_n * sizeof(float)));
+    T *dA = a_alloc + a_shift, *dB = b_alloc + b_shift;
     CUDA_CHECK(cudaMemcpy(dA, A, a_n * sizeof(T), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, Bt, b_n * sizeof(T), cudaMemcpyHostToDevice));
     int failures = 0;
@@ -131,8 +138,8 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
         failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
                                      picked, tc_tolerance(s.K));
     }
-    CUDA_CHECK(cudaFree(dA));
-    CUDA_CHECK(cudaFree(dB));
+    CUDA_CHECK(cudaFree(a_alloc));
+    CUDA_CHECK(cudaFree(b_alloc));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
     free(picked);
@@ -141,6 +148,12 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     free(C0);
     free(C);
     return failures;
+}
+
+template <typename T>
+static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *versions, int count)
+{
+    return tc_check_shape_at(o, s, versions, count, 0, 0);
 }
 
 /* ------------------------------------------------------------------ what each precision costs */
@@ -250,6 +263,7 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
         }
         b.v = &versions[v];
         float ms = v == count - 1 ? ceiling_ms : time_within_budget(tc_run_timed<T>, &b, o->reps);
+        bench_log_add(s, versions[v].name, ms); /* for the tensor-core sweep's summary */
         if (base_ms == 0.0) base_ms = ms;
         BenchRow r = {versions[v].name, versions[v].role, size,          ms,
                       tflops(s, ms),    "TFLOP/s",        ceiling->name, tflops(s, ceiling_ms)};
