@@ -56,6 +56,8 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_persistent_bf16", "optimized", tc_wgmma_persistent_bf16, {true}},
     {"wgmma_cluster_bf16", "step", tc_wgmma_cluster_bf16, {true}},
     {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, {true}},
+    {"wgmma_prefetch_bf16", "step", tc_wgmma_prefetch_bf16, {true}},
+    {"wgmma_pingpong_bf16", "step", tc_wgmma_pingpong_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };

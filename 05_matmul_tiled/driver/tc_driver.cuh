@@ -20,6 +20,7 @@
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
+#include "05_matmul_tiled/tensor_cores/12_wgmma_pingpong.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
  * (tensor_cores/common.cuh) for input type T, and whether the version is wgmma + TMA (sm_90a
