@@ -127,6 +127,16 @@ static const float *cublaslt_one(void)
     return one;
 }
 
+/* The settings of the plan, in the order they are tried: the heuristic is asked first with
+ * scale pointers and fast accumulation; if it finds nothing, without the scale pointers;
+ * then without fast accumulation as well (a fallback is printed: the row is then not quite
+ * the ceiling described above). */
+static const char *const LT_FP8_SETTINGS[] = {
+    "scale pointers set, fast accumulation",
+    "no scale pointers, fast accumulation",
+    "no scale pointers, fast accumulation off",
+};
+
 /* The plan of an M x N x K product (column-major for cuBLASLt: its A is our Bt, K x N with
  * leading dimension K, used transposed; its B our A, K x M; its C and D our C, N x M). */
 static LtFp8Plan *cublaslt_fp8_plan(int M, int N, int K)
@@ -139,19 +149,7 @@ static LtFp8Plan *cublaslt_fp8_plan(int M, int N, int K)
         LT_CHECK(cublasLtMatrixLayoutDestroy(p.c));
         LT_CHECK(cublasLtMatmulDescDestroy(p.desc));
     }
-    p.M = M, p.N = N, p.K = K;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const float *one = cublaslt_one();
-    int8_t fast = 1;
-    LT_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &one,
-                                            sizeof one));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &one,
-                                            sizeof one));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
-                                            sizeof fast));
+    p.M = M, p.N = N, p.K = K, p.found = 0;
     LT_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, K, N, K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, K, M, K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, M, N));
@@ -160,10 +158,32 @@ static LtFp8Plan *cublaslt_fp8_plan(int M, int N, int K)
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                   &ws, sizeof ws));
-    int returned = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), p.desc, p.a, p.b, p.c,
-                                                       p.c, pref, 1, &p.heur, &returned);
-    p.found = st == CUBLAS_STATUS_SUCCESS && returned > 0;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const float *one = cublaslt_one();
+    for (int setting = 0; setting < 3 && !p.found; setting++) {
+        if (setting > 0) LT_CHECK(cublasLtMatmulDescDestroy(p.desc));
+        int8_t fast = setting < 2;
+        LT_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        LT_CHECK(
+            cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+        LT_CHECK(
+            cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+        if (setting == 0) {
+            LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &one, sizeof one));
+            LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &one, sizeof one));
+        }
+        LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                                sizeof fast));
+        int returned = 0;
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), p.desc, p.a, p.b, p.c,
+                                                           p.c, pref, 1, &p.heur, &returned);
+        p.found = st == CUBLAS_STATUS_SUCCESS && returned > 0;
+        if (p.found && setting > 0)
+            printf("cublaslt_fp8 %dx%dx%d: no algorithm with %s; with %s\n", M, N, K,
+                   LT_FP8_SETTINGS[0], LT_FP8_SETTINGS[setting]);
+    }
     LT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     return &p;
 }
