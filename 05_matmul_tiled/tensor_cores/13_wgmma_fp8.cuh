@@ -29,11 +29,12 @@
  *
  * Accumulation: the products of two e4m3 values (4 significant bits each) are exact, but the
  * tensor cores add them into the fp32 accumulators with reduced precision (about 14
- * significant bits are kept: DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437,
- * section 3.3.2, measured on H800). These kernels do not promote partial sums into separate
- * fp32 registers every few k-steps (that needs a second set of accumulators: 256 registers a
- * thread for a 64x256 warpgroup tile); the check's tolerance (driver/tc_driver.cuh) is
- * derived for that, and the ceiling, cuBLASLt, is run in the same "fast accumulation" mode. */
+ * significant bits are kept, as measured on H800 in the DeepSeek-V3 Technical Report,
+ * arXiv:2412.19437, "Increasing Accumulation Precision"). These kernels do not promote
+ * partial sums into separate fp32 registers every few k-steps (that needs a second set of
+ * accumulators: 256 registers a thread for a 64x256 warpgroup tile); the check's tolerance
+ * (driver/tc_driver.cuh) is derived for that, and the ceiling, cuBLASLt, is run in the same
+ * "fast accumulation" mode. */
 #ifndef CH05_TENSOR_CORES_13_WGMMA_FP8_CUH
 #define CH05_TENSOR_CORES_13_WGMMA_FP8_CUH
 

@@ -2,10 +2,10 @@
  * through on the host: a model of mbarriers (phases, parity waits), one producer that loads
  * k-slices into the ring, copies that land in any order, and the consumers of step 11 (one
  * consumer walking every tile) or of step 12 (two warpgroups taking alternate tiles, with the
- * turn handshake). Random interleavings of every agent's next step; each run must end with
- * every slice read exactly once, by the right warpgroup, after it landed and before the
- * producer refilled its slot, and never deadlock. A ping-pong without the handshake must be
- * caught (the parity waits then pass on an old phase). */
+ * turn handshake). Random interleavings of their next steps; each run must end with every
+ * slice read exactly once, by the right warpgroup, after it landed and before the producer
+ * refilled its slot, and never deadlock. A ping-pong without the handshake must be caught
+ * (the parity waits then pass on an old phase). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +154,7 @@ static int run(Model *m, unsigned *seed)
             else
                 moved = land_step(m, pick - 3);
         }
-        if (!moved) { /* every agent in turn, so a stall is a real one */
+        if (!moved) { /* each of them in turn, so a stall is a real one */
             moved = producer_step(m) || consumer_step(m, 0) || consumer_step(m, 1);
             for (int s = 0; s < m->stages && !moved; s++) moved = land_step(m, s);
         }
