@@ -1,9 +1,10 @@
 /* Chapter 05 driver: C = alpha * A * B + beta * C, row-major, in two ladders: fp32 on the
- * CUDA cores (A and B), and bf16 / TF32 on the tensor cores (A and Bt, B transposed).
+ * CUDA cores (A and B), and bf16 / TF32 / e4m3 on the tensor cores (A and Bt, B transposed).
  * --check validates every version against a double-precision CPU product (normwise
  * relative error) on awkward shapes; --bench times every version against cuBLAS in the
- * same precision (SGEMM with TF32 off for fp32, GemmEx for the tensor cores) on the same
- * shape in the same run; --sweep adds the fp32 shape sweep, --sweep-tc the tensor-core one.
+ * same precision (SGEMM with TF32 off for fp32, GemmEx for bf16 and TF32, cuBLASLt for
+ * e4m3) on the same shape in the same run; --sweep adds the fp32 shape sweep, --sweep-tc the
+ * tensor-core one.
  * This file holds the version tables, the shapes, the command line and main; check.cuh the
  * CPU reference and the check, bench.cuh the timing, driver.cuh what they share,
  * ceilings.cuh the cuBLAS calls, driver/tc_driver.cuh the tensor-core tables' check and bench,
@@ -69,6 +70,8 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_splitk_bf16", "step", tc_wgmma_splitk_bf16, {true}},
     {"wgmma_padded_bf16", "step", tc_wgmma_padded_bf16, {TC_HOPPER_ANY_K}},
     {"wgmma_ws_128x128_bf16", "step", tc_wgmma_ws_128x128_bf16, {true}},
+    {"wgmma_prefetch_bf16", "step", tc_wgmma_prefetch_bf16, {true}},
+    {"wgmma_pingpong_bf16", "step", tc_wgmma_pingpong_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
@@ -85,8 +88,17 @@ static const TcVersion<float> TC_TF32[] = {
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };
+/* e4m3 (tensor_cores/13_wgmma_fp8.cuh): the persistent kernel and steps 11-12 on FP8 inputs,
+ * against cuBLASLt's FP8 GEMM. */
+static const TcVersion<e4m3> TC_FP8[] = {
+    {"wgmma_fp8", "step", tc_wgmma_fp8, {true}},
+    {"wgmma_prefetch_fp8", "step", tc_wgmma_prefetch_fp8, {true}},
+    {"wgmma_pingpong_fp8", "step", tc_wgmma_pingpong_fp8, {true}},
+    {"cublaslt_fp8", "ceiling", gemm_cublaslt_fp8, {false}},
+};
 #define NTC_BF16 VERSION_COUNT(TC_BF16)
 #define NTC_TF32 VERSION_COUNT(TC_TF32)
+#define NTC_FP8 VERSION_COUNT(TC_FP8)
 /* Every table's names, for --kernel and --help (filled by main). */
 static NameList KERNEL_NAMES;
 
@@ -147,8 +159,8 @@ static int parse_chapter_flag(int argc, char **argv, int *i, char *err, size_t e
 static const ProgramSpec SPEC = {
     "matmul_tiled",
     "Chapter 05: C = alpha*A*B + beta*C, an fp32 ladder from naive to Hopper-tuned against cuBLAS "
-    "SGEMM, and a tensor-core ladder (bf16, TF32) from WMMA to wgmma + TMA against cuBLAS in the "
-    "same precision.",
+    "SGEMM, and a tensor-core ladder (bf16, TF32, e4m3) from WMMA to wgmma + TMA against cuBLAS "
+    "in the same precision.",
     "shapes: N (square) or MxNxK (A is MxK, B KxN), each dimension up to 65536\n"
     "                   (check default: 1x1x1, 7x13x5, 127x129x131, 1000x1x4097, 513x1000x77,\n"
     "                   the chapter-07 MLP shapes, 4096, and for the tensor cores K = 1, "
@@ -201,13 +213,15 @@ static int run_checks(const Options *o)
         if (sweep.fp32) failures += check_sweep(o, VERSIONS, NVERSIONS);
     }
     int bf16 = table_selected(o, TC_BF16, NTC_BF16), tf32 = table_selected(o, TC_TF32, NTC_TF32);
-    if (bf16 || tf32) {
-        printf("\ntensor cores (A and Bt; inputs rounded to bf16 or TF32 first, the reference "
-               "computed\nfrom the rounded inputs):\n");
+    int fp8 = table_selected(o, TC_FP8, NTC_FP8);
+    if (bf16 || tf32 || fp8) {
+        printf("\ntensor cores (A and Bt; inputs rounded to bf16, TF32 or e4m3 first, the "
+               "reference computed\nfrom the rounded inputs):\n");
         for (int i = 0; i < (sweep.only ? 0 : o->nsizes ? o->nsizes : NTC_CHECK); i++) {
             Shape s = shape_at(o, TC_CHECK_SHAPES, i);
             if (bf16) failures += tc_check_shape(o, s, TC_BF16, NTC_BF16);
             if (tf32) failures += tc_check_shape(o, s, TC_TF32, NTC_TF32);
+            if (fp8) failures += tc_check_shape(o, s, TC_FP8, NTC_FP8);
         }
         if (sweep.tc)
             failures +=
@@ -247,6 +261,7 @@ static void run_bench(const Options *o, const DeviceInfo *info)
         Shape s = shape_at(o, TC_BENCH_SHAPES, i);
         if (bf16) tc_bench_shape(o, info, s, TC_BF16, NTC_BF16);
         if (tf32) tc_bench_shape(o, info, s, TC_TF32, NTC_TF32);
+        if (table_selected(o, TC_FP8, NTC_FP8)) tc_bench_shape(o, info, s, TC_FP8, NTC_FP8);
     }
     if (sweep.tc && (bf16 || tf32))
         tc_bench_sweep(o, info, bf16 ? TC_BF16 : NULL, NTC_BF16, tf32 ? TC_TF32 : NULL, NTC_TF32,
@@ -259,6 +274,7 @@ int main(int argc, char **argv)
     name_list_add(&KERNEL_NAMES, VERSIONS, NVERSIONS);
     name_list_add(&KERNEL_NAMES, TC_BF16, NTC_BF16);
     name_list_add(&KERNEL_NAMES, TC_TF32, NTC_TF32);
+    name_list_add(&KERNEL_NAMES, TC_FP8, NTC_FP8);
     parse_args(argc, argv, &SPEC, &o);
     for (int i = 0; i < o.nsizes; i++)
         if (o.sizes[i].ndims == 2)

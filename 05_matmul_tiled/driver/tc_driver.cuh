@@ -1,25 +1,29 @@
 /* Chapter 05 driver, part two: the tensor-core ladder's tables, check and bench.
  *
- * Two tables, one per input type, each ending with its ceiling: cuBLAS (cublasGemmEx) with
- * the same inputs, the same layout (A and Bt, "TN") and fp32 accumulation. The check
- * rounds the random inputs to the kernel's type first (bf16, or TF32 for the fp32-storage
- * versions) and computes the double-precision reference from those rounded values, so it
- * measures how the kernel accumulates, not what rounding the inputs costs; that cost is
- * reported once, by tc_precision_report, against the fp32 product of the unrounded inputs.
+ * Three tables, one per input type, each ending with its ceiling: cuBLAS (cublasGemmEx for
+ * bf16 and TF32, cublasLtMatmul for e4m3) with the same inputs, the same layout (A and Bt,
+ * "TN") and fp32 accumulation. The check rounds the random inputs to the kernel's type first
+ * (bf16, TF32 for the fp32-storage versions, e4m3 with a per-tensor scale) and computes the
+ * double-precision reference from those rounded values, so it measures how the kernel
+ * accumulates, not what rounding the inputs costs; that cost is reported once, by
+ * tc_precision_report, against the fp32 product of the unrounded inputs.
  * The Hopper versions are skipped, with the reason, where they cannot run (another GPU, a
- * build without sm_90a, or K and pointers that TMA cannot describe). */
+ * build without sm_90a, or K and pointers that TMA cannot describe), and so is a ceiling
+ * that cannot (cuBLASLt's FP8 GEMM before compute capability 8.9, or K % 16 != 0). */
 #ifndef CH05_DRIVER_TC_DRIVER_CUH
 #define CH05_DRIVER_TC_DRIVER_CUH
 
 #include <cublas_v2.h>
 
 #include "05_matmul_tiled/driver/bench.cuh"
+#include "05_matmul_tiled/driver/ceilings.cuh" /* cublaslt_fp8_refusal */
 #include "05_matmul_tiled/driver/check.cuh"
 /* sgemm_best: the fp32 product of the precision report */
 #include "05_matmul_tiled/any_shape/best.cuh"
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
+#include "05_matmul_tiled/tensor_cores/13_wgmma_fp8.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
  * (tensor_cores/common.cuh) for input type T, and what the version needs: nothing (false),
@@ -33,18 +37,67 @@ typedef struct {
 } TcNeeds;
 template <typename T> using TcVersion = Version<TcLauncher<T>, TcNeeds>;
 
+/* The accumulation error allowed: as for the fp32 ladder (products of bf16 or TF32 inputs
+ * are exact in fp32, so only the additions round), with twice the room, because the tensor
+ * cores may truncate their additions instead of rounding them. */
+static double tc_tolerance(int K) { return 2.0 * sgemm_tolerance(K); }
+
+/* The same for e4m3 inputs. A product of two e4m3 values has at most 8 significant bits (4
+ * and 4), so the products are exact, and only the additions round, but inside the tensor
+ * cores with about 14 significant bits, not fp32's 24 (tensor_cores/13_wgmma_fp8.cuh gives
+ * the source): each of the ceil(K / 32) wgmma k-steps adds its 32 products into the running
+ * sum and keeps about 13 bits after the leading one. How the adder drops the rest is not
+ * documented; two models of it, played on the check's inputs at K = 32 .. 8192:
+ *   - the step's exact sum cut to 14 bits, toward zero: each step loses up to 2^-13 of the
+ *     running sum, always toward zero, and the running sum keeps its sign for long stretches
+ *     of the K loop, so the losses add up linearly: normwise about ceil(K / 32) * 2^-15;
+ *   - every addend shifted to the largest one's exponent and cut toward minus infinity before
+ *     the sum (two's complement): all 33 cuts of a step push the same way whatever the signs:
+ *     about ceil(K / 32) * 2^-12.
+ * Allowed: twice the worse, ceil(K / 32) * 2^-11, plus tc_tolerance for the fp32 epilogue:
+ * 6.3% at K = 4096, where a lost k-slice (1 of 32) shows as some 18% and a wrong swizzle or
+ * descriptor as 100% or more. */
+static double tc_fp8_tolerance(int K)
+{
+    return tc_tolerance(K) + (double)((K + 31) / 32) * 0x1p-11;
+}
+
 /* ------------------------------------------------------------------ the input types on the host */
 
+/* How the check and the bench make a type's inputs (from: uniform [-1, 1) floats to T), read
+ * them back for the reference (to: T to the value it stands for), which alpha they pass (the
+ * contract's alpha times alpha_scale: per-tensor scales), the tolerance of the check, and
+ * why the table's ceiling cannot run a shape (NULL: it can). */
 template <typename T> struct TcHost;
 template <> struct TcHost<bf16> {
     static const char *name(void) { return "bf16"; }
     static bf16 from(float x) { return __float2bfloat16(x); }
     static double to(bf16 x) { return (double)__bfloat162float(x); }
+    static float alpha_scale(void) { return 1.0f; }
+    static double tolerance(int K) { return tc_tolerance(K); }
+    static const char *ceiling_refusal(Shape) { return NULL; }
 };
 template <> struct TcHost<float> {
     static const char *name(void) { return "tf32"; }
     static float from(float x) { return tc_round_tf32(x); } /* to nearest */
     static double to(float x) { return (double)x; }
+    static float alpha_scale(void) { return 1.0f; }
+    static double tolerance(int K) { return tc_tolerance(K); }
+    static const char *ceiling_refusal(Shape) { return NULL; }
+};
+/* e4m3 with a per-tensor scale of 1/256 for A and for Bt: a uniform [-1, 1) value x is
+ * stored as e4m3(256 x) (up to 256 of e4m3's 448, so none saturates and few are subnormal),
+ * which stands for e4m3(256 x) / 256; the product of the stored values is scaled by
+ * alpha * 2^-16 (exact: powers of two). __nv_fp8_e4m3 converts on the host too (round to
+ * nearest even, saturating). */
+#define TC_FP8_SCALE 256.0f
+template <> struct TcHost<e4m3> {
+    static const char *name(void) { return "e4m3"; }
+    static e4m3 from(float x) { return e4m3(x * TC_FP8_SCALE); }
+    static double to(e4m3 x) { return (double)(float)x / TC_FP8_SCALE; }
+    static float alpha_scale(void) { return 1.0f / (TC_FP8_SCALE * TC_FP8_SCALE); }
+    static double tolerance(int K) { return tc_fp8_tolerance(K); }
+    static const char *ceiling_refusal(Shape s) { return cublaslt_fp8_refusal(s.M, s.N, s.K); }
 };
 
 /* n uniform [-1, 1) values rounded to T. */
@@ -76,12 +129,13 @@ static void tc_product_row(Shape s, const void *A_, const void *Bt_, int row, do
 
 /* NULL when version v can run on this shape and these pointers, else why not. */
 template <typename T>
-static const char *tc_version_refusal(const TcVersion<T> *v, int K, const T *A, const T *Bt)
+static const char *tc_version_refusal(const TcVersion<T> *v, Shape s, const T *A, const T *Bt)
 {
+    if (!strcmp(v->role, "ceiling")) return TcHost<T>::ceiling_refusal(s);
     if (!v->extra.hopper) return NULL;
     const char *why = tc_wgmma_unavailable();
     if (why || v->extra.hopper == TC_HOPPER_ANY_K) return why;
-    return tc_tma_refusal(K, sizeof(T), A, Bt);
+    return tc_tma_refusal(s.K, sizeof(T), A, Bt);
 }
 
 /* ------------------------------------------------------------------ check */
@@ -95,13 +149,8 @@ template <typename T> struct TcRun {
 template <typename T> static void tc_run_into(void *ctx, float beta, float *C)
 {
     TcRun<T> *r = (TcRun<T> *)ctx;
-    r->v->launch(r->s.M, r->s.N, r->s.K, ALPHA, r->A, r->Bt, beta, C);
+    r->v->launch(r->s.M, r->s.N, r->s.K, ALPHA * TcHost<T>::alpha_scale(), r->A, r->Bt, beta, C);
 }
-
-/* The accumulation error allowed: as for the fp32 ladder (products of bf16 or TF32 inputs
- * are exact in fp32, so only the additions round), with twice the room, because the tensor
- * cores may truncate their additions instead of rounding them. */
-static double tc_tolerance(int K) { return 2.0 * sgemm_tolerance(K); }
 
 /* Every selected version of one table on one shape; A starts a_shift elements and Bt
  * b_shift elements past the start of their allocations (1: an address TMA refuses). */
@@ -129,14 +178,14 @@ template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name)) continue;
         if (v == count - 1 && !check_ceiling_here(s)) continue;
-        const char *why = tc_version_refusal(&versions[v], s.K, dA, dB);
+        const char *why = tc_version_refusal(&versions[v], s, dA, dB);
         if (why) {
             printf("  skip %-28s %s\n", versions[v].name, why);
             continue;
         }
         TcRun<T> run = {&versions[v], s, dA, dB};
         failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
-                                     picked, tc_tolerance(s.K));
+                                     picked, TcHost<T>::tolerance(s.K));
     }
     CUDA_CHECK(cudaFree(a_alloc));
     CUDA_CHECK(cudaFree(b_alloc));
@@ -159,8 +208,9 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
 /* ------------------------------------------------------------------ what each precision costs */
 
 /* One product of unrounded uniform inputs in fp32 (sgemm_best), TF32 and bf16 (tc_best),
- * each against the double-precision product of the unrounded inputs: the error a reader
- * buys with each input type. (Bt for the tensor-core versions is B transposed.) */
+ * and e4m3 (tc_wgmma_fp8, on Hopper), each against the double-precision product of the
+ * unrounded inputs: the error a reader buys with each input type. (Bt for the tensor-core
+ * versions is B transposed.) */
 static void tc_precision_report(unsigned long long seed)
 {
     Shape s = {1024, 1024, 1024};
@@ -198,6 +248,28 @@ static void tc_precision_report(unsigned long long seed)
         printf("  %-5s %.2e\n", p == 0 ? "fp32" : (p == 1 ? "tf32" : "bf16"),
                sampled_error(s, C, &ref, ref.ref_zero, picked));
     }
+    /* e4m3, each input scaled by 256 before rounding (TcHost<e4m3>), on the persistent kernel */
+    const char *no_fp8 = tc_wgmma_unavailable();
+    if (no_fp8) {
+        printf("  e4m3  skipped: %s\n", no_fp8);
+    } else {
+        e4m3 *A8 = (e4m3 *)xmalloc(n * sizeof(e4m3)), *Bt8 = (e4m3 *)xmalloc(n * sizeof(e4m3));
+        for (size_t i = 0; i < n; i++)
+            A8[i] = TcHost<e4m3>::from(A[i]), Bt8[i] = TcHost<e4m3>::from(Bt[i]);
+        e4m3 *dA8, *dB8;
+        CUDA_CHECK(cudaMalloc(&dA8, n * sizeof(e4m3)));
+        CUDA_CHECK(cudaMalloc(&dB8, n * sizeof(e4m3)));
+        CUDA_CHECK(cudaMemcpy(dA8, A8, n * sizeof(e4m3), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(dB8, Bt8, n * sizeof(e4m3), cudaMemcpyHostToDevice));
+        tc_wgmma_fp8(s.M, s.N, s.K, TcHost<e4m3>::alpha_scale(), dA8, dB8, 0.0f, dC);
+        CUDA_CHECK(cudaMemcpy(C, dC, n * sizeof(float), cudaMemcpyDeviceToHost));
+        printf("  %-5s %.2e (inputs scaled by 256 into e4m3's range)\n", "e4m3",
+               sampled_error(s, C, &ref, ref.ref_zero, picked));
+        CUDA_CHECK(cudaFree(dA8));
+        CUDA_CHECK(cudaFree(dB8));
+        free(A8);
+        free(Bt8);
+    }
     for (int i = 0; i < 5; i++) CUDA_CHECK(cudaFree(d[i]));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
@@ -223,8 +295,8 @@ template <typename T> static void tc_run_timed(void *p)
 {
     TcBenchCtx<T> *b = (TcBenchCtx<T> *)p;
     int i = operand_sets_next(&b->sets);
-    b->v->launch(b->s.M, b->s.N, b->s.K, ALPHA, (const T *)b->sets.A[i], (const T *)b->sets.B[i],
-                 BETA, (float *)b->sets.C[i]);
+    b->v->launch(b->s.M, b->s.N, b->s.K, ALPHA * TcHost<T>::alpha_scale(), (const T *)b->sets.A[i],
+                 (const T *)b->sets.B[i], BETA, (float *)b->sets.C[i]);
 }
 
 /* Times every selected version of one table on one shape against the table's ceiling. */
@@ -245,6 +317,14 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
     free(Bt);
     free(C);
     const TcVersion<T> *ceiling = &versions[count - 1];
+    const char *no_ceiling =
+        tc_version_refusal(ceiling, s, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
+    if (no_ceiling) {
+        printf("\n%s GEMM %s skipped: the ceiling %s cannot run: %s\n", TcHost<T>::name(), size,
+               ceiling->name, no_ceiling);
+        operand_sets_free(&b.sets);
+        return;
+    }
     b.v = ceiling;
     float ceiling_ms = time_within_budget(tc_run_timed<T>, &b, o->reps);
     snprintf(title, sizeof title,
@@ -256,7 +336,7 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name) && v != count - 1) continue;
         const char *why =
-            tc_version_refusal(&versions[v], s.K, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
+            tc_version_refusal(&versions[v], s, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
         if (why) {
             printf("%-24s skipped: %s\n", versions[v].name, why);
             continue;

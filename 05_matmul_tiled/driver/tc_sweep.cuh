@@ -161,7 +161,7 @@ template <typename T> static int tc_sweep_timed_before(Shape s, const TcVersion<
                                                        int count, const T *A, const T *Bt)
 {
     for (int v = 0; v < count; v++)
-        if (!tc_version_refusal(&table[v], s.K, A, Bt) && bench_log_ms(s, table[v].name) <= 0.0)
+        if (!tc_version_refusal(&table[v], s, A, Bt) && bench_log_ms(s, table[v].name) <= 0.0)
             return 0;
     return 1;
 }
@@ -212,7 +212,7 @@ template <typename T> static void tc_sweep_bench_shape(const Options *o, const D
     double best_ms = 0.0;
     const T *a0 = (const T *)b.sets.A[0], *b0 = (const T *)b.sets.B[0];
     for (int v = 0; v < count; v++) {
-        const char *why = tc_version_refusal(&table[v], s.K, a0, b0);
+        const char *why = tc_version_refusal(&table[v], s, a0, b0);
         if (why) {
             printf("%-24s skipped: %s\n", table[v].name, why);
             continue;

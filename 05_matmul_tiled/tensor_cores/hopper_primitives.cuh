@@ -321,8 +321,9 @@ static inline const char *tc_wgmma_unavailable(void)
 static inline const char *tc_tma_refusal(int K, size_t elem_bytes, const void *A, const void *Bt)
 {
     if ((K * elem_bytes) % 16 != 0)
-        return elem_bytes == 2 ? "TMA needs K % 8 == 0 for bf16 (16-byte row strides)"
-                               : "TMA needs K % 4 == 0 for tf32 (16-byte row strides)";
+        return elem_bytes == 2   ? "TMA needs K % 8 == 0 for bf16 (16-byte row strides)"
+               : elem_bytes == 1 ? "TMA needs K % 16 == 0 for e4m3 (16-byte row strides)"
+                                 : "TMA needs K % 4 == 0 for tf32 (16-byte row strides)";
     if (!sgemm_aligned16(A) || !sgemm_aligned16(Bt)) return "TMA needs 16-byte aligned A and Bt";
     return NULL;
 }
