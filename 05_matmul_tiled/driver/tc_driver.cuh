@@ -3,9 +3,10 @@
  * Two tables, one per input type, each ending with its ceiling: cuBLAS (cublasGemmEx) with
  * the same inputs, the same layout (A and Bt, "TN") and fp32 accumulation. The check
  * rounds the random inputs to the kernel's type first (bf16, or TF32 for the fp32-storage
- * versions) and computes the double-precision reference from those rounded values, so it
- * measures how the kernel accumulates, not what rounding the inputs costs; that cost is
- * reported once, by tc_precision_report, against the fp32 product of the unrounded inputs.
+ * versions) and computes the double-precision references (check.cuh: the GPU's of every
+ * element, the CPU's of all or some rows) from those rounded values, so it measures how
+ * the kernel accumulates, not what rounding the inputs costs; that cost is reported once,
+ * by tc_precision_report, against the fp32 product of the unrounded inputs.
  * The Hopper versions are skipped, with the reason, where they cannot run (another GPU, a
  * build without sm_90a, or K and pointers that TMA cannot describe). */
 #ifndef CH05_DRIVER_TC_DRIVER_CUH
@@ -33,16 +34,18 @@ template <typename T> using TcVersion = Version<TcLauncher<T>, TcNeeds>;
 
 /* ------------------------------------------------------------------ the input types on the host */
 
+/* An input type's name, its rounding from float and its exact value in double (to(), which
+ * the GPU's fp64 reference calls too: host and device code). */
 template <typename T> struct TcHost;
 template <> struct TcHost<bf16> {
     static const char *name(void) { return "bf16"; }
     static bf16 from(float x) { return __float2bfloat16(x); }
-    static double to(bf16 x) { return (double)__bfloat162float(x); }
+    __host__ __device__ static double to(bf16 x) { return (double)__bfloat162float(x); }
 };
 template <> struct TcHost<float> {
     static const char *name(void) { return "tf32"; }
     static float from(float x) { return tc_round_tf32(x); } /* to nearest */
-    static double to(float x) { return (double)x; }
+    __host__ __device__ static double to(float x) { return (double)x; }
 };
 
 /* n uniform [-1, 1) values rounded to T. */
@@ -110,7 +113,6 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     fill_uniform(C0, c_n, -1.0f, 1.0f, seed + 2);
     Reference ref;
     build_reference(s, tc_product_row<T>, A, Bt, C0, ALPHA, BETA, &ref);
-    float *picked = (float *)xmalloc(sizeof(float) * (size_t)ref.nrows * s.N);
     T *dA, *dB;
     float *dC;
     CUDA_CHECK(cudaMalloc(&dA, a_n * sizeof(T)));
@@ -118,7 +120,11 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
     CUDA_CHECK(cudaMalloc(&dC, c_n * sizeof(float)));
     CUDA_CHECK(cudaMemcpy(dA, A, a_n * sizeof(T), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, Bt, b_n * sizeof(T), cudaMemcpyHostToDevice));
-    int failures = 0;
+    FullReference full;
+    char what[48];
+    snprintf(what, sizeof what, "fp64 reference (GPU, %s)", TcHost<T>::name());
+    int failures =
+        !gpu_reference<T, TcHost<T>, true>(what, s, dA, dB, C0, ALPHA, BETA, &ref, &full);
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name)) continue;
         if (v == count - 1 && !check_ceiling_here(s)) continue;
@@ -128,14 +134,15 @@ static int tc_check_shape(const Options *o, Shape s, const TcVersion<T> *version
             continue;
         }
         TcRun<T> run = {&versions[v], s, dA, dB};
-        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
-                                     picked, tc_tolerance(s.K));
+        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &full,
+                                     tc_tolerance(s.K));
     }
+    print_reference_note(s, &ref);
     CUDA_CHECK(cudaFree(dA));
     CUDA_CHECK(cudaFree(dB));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
-    free(picked);
+    free_full_reference(&full);
     free(A);
     free(Bt);
     free(C0);
