@@ -204,7 +204,9 @@ static Shape shape_at(const Options *o, const int (*defaults)[3], int i)
 static int run_checks(const Options *o)
 {
     printf("\ncheck (seed %llu, alpha %g, beta 0 on a poisoned C and beta %g): normwise "
-           "relative error against a double-precision CPU product\n",
+           "relative error of every\nelement against a double-precision product on the GPU, "
+           "itself checked against one on the CPU\n(every row while M*N*K <= 2^28, else "
+           "evenly spaced rows)\n",
            o->seed, ALPHA, BETA);
     int failures = 0;
     if (table_selected(o, VERSIONS, NVERSIONS)) {

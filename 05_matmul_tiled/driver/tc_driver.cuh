@@ -4,9 +4,10 @@
  * bf16 and TF32, cublasLtMatmul for e4m3) with the same inputs, the same layout (A and Bt,
  * "TN") and fp32 accumulation. The check rounds the random inputs to the kernel's type first
  * (bf16, TF32 for the fp32-storage versions, e4m3 with a per-tensor scale) and computes the
- * double-precision reference from those rounded values, so it measures how the kernel
- * accumulates, not what rounding the inputs costs; that cost is reported once, by
- * tc_precision_report, against the fp32 product of the unrounded inputs.
+ * double-precision references (check.cuh: the GPU's of every element, the CPU's of all or
+ * some rows) from those rounded values, so it measures how the kernel accumulates, not what
+ * rounding the inputs costs; that cost is reported once, by tc_precision_report, against the
+ * fp32 product of the unrounded inputs.
  * The Hopper versions are skipped, with the reason, where they cannot run (another GPU, a
  * build without sm_90a, or K and pointers that TMA cannot describe), and so is a ceiling
  * that cannot (cuBLASLt's FP8 GEMM before compute capability 8.9, or K % 16 != 0). */
@@ -65,14 +66,15 @@ static double tc_fp8_tolerance(int K)
 /* ------------------------------------------------------------------ the input types on the host */
 
 /* How the check and the bench make a type's inputs (from: uniform [-1, 1) floats to T), read
- * them back for the reference (to: T to the value it stands for), which alpha they pass (the
- * contract's alpha times alpha_scale: per-tensor scales), the tolerance of the check, and
- * why the table's ceiling cannot run a shape (NULL: it can). */
+ * them back for the reference (to: T to the value it stands for, exact in double; host and
+ * device code, the GPU's fp64 reference calls it too), which alpha they pass (the contract's
+ * alpha times alpha_scale: per-tensor scales), the tolerance of the check, and why the
+ * table's ceiling cannot run a shape (NULL: it can). */
 template <typename T> struct TcHost;
 template <> struct TcHost<bf16> {
     static const char *name(void) { return "bf16"; }
     static bf16 from(float x) { return __float2bfloat16(x); }
-    static double to(bf16 x) { return (double)__bfloat162float(x); }
+    __host__ __device__ static double to(bf16 x) { return (double)__bfloat162float(x); }
     static float alpha_scale(void) { return 1.0f; }
     static double tolerance(int K) { return tc_tolerance(K); }
     static const char *ceiling_refusal(Shape) { return NULL; }
@@ -80,7 +82,7 @@ template <> struct TcHost<bf16> {
 template <> struct TcHost<float> {
     static const char *name(void) { return "tf32"; }
     static float from(float x) { return tc_round_tf32(x); } /* to nearest */
-    static double to(float x) { return (double)x; }
+    __host__ __device__ static double to(float x) { return (double)x; }
     static float alpha_scale(void) { return 1.0f; }
     static double tolerance(int K) { return tc_tolerance(K); }
     static const char *ceiling_refusal(Shape) { return NULL; }
@@ -94,7 +96,7 @@ template <> struct TcHost<float> {
 template <> struct TcHost<e4m3> {
     static const char *name(void) { return "e4m3"; }
     static e4m3 from(float x) { return e4m3(x * TC_FP8_SCALE); }
-    static double to(e4m3 x) { return (double)(float)x / TC_FP8_SCALE; }
+    __host__ __device__ static double to(e4m3 x) { return (double)(float)x / TC_FP8_SCALE; }
     static float alpha_scale(void) { return 1.0f / (TC_FP8_SCALE * TC_FP8_SCALE); }
     static double tolerance(int K) { return tc_fp8_tolerance(K); }
     static const char *ceiling_refusal(Shape s) { return cublaslt_fp8_refusal(s.M, s.N, s.K); }
@@ -165,7 +167,6 @@ template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
     fill_uniform(C0, c_n, -1.0f, 1.0f, seed + 2);
     Reference ref;
     build_reference(s, tc_product_row<T>, A, Bt, C0, ALPHA, BETA, &ref);
-    float *picked = (float *)xmalloc(sizeof(float) * (size_t)ref.nrows * s.N);
     T *a_alloc, *b_alloc;
     float *dC;
     CUDA_CHECK(cudaMalloc(&a_alloc, (a_n + a_shift) * sizeof(T)));
@@ -174,7 +175,11 @@ template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
     T *dA = a_alloc + a_shift, *dB = b_alloc + b_shift;
     CUDA_CHECK(cudaMemcpy(dA, A, a_n * sizeof(T), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, Bt, b_n * sizeof(T), cudaMemcpyHostToDevice));
-    int failures = 0;
+    FullReference full;
+    char what[48];
+    snprintf(what, sizeof what, "fp64 reference (GPU, %s)", TcHost<T>::name());
+    int failures =
+        !gpu_reference<T, TcHost<T>, true>(what, s, dA, dB, C0, ALPHA, BETA, &ref, &full);
     for (int v = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name)) continue;
         if (v == count - 1 && !check_ceiling_here(s)) continue;
@@ -184,14 +189,15 @@ template <typename T> static int tc_check_shape_at(const Options *o, Shape s,
             continue;
         }
         TcRun<T> run = {&versions[v], s, dA, dB};
-        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &ref,
-                                     picked, TcHost<T>::tolerance(s.K));
+        failures += check_two_passes(versions[v].name, s, tc_run_into<T>, &run, dC, C0, C, &full,
+                                     TcHost<T>::tolerance(s.K));
     }
+    print_reference_note(s, &ref);
     CUDA_CHECK(cudaFree(a_alloc));
     CUDA_CHECK(cudaFree(b_alloc));
     CUDA_CHECK(cudaFree(dC));
     free_reference(&ref);
-    free(picked);
+    free_full_reference(&full);
     free(A);
     free(Bt);
     free(C0);
