@@ -65,6 +65,7 @@ enum {
 #define RDV_MAGIC 0x4d4e5256u /* "MNRV" */
 #define RDV_MAX_MESSAGE (1u << 24)
 #define RDV_REASON 600
+#define RDV_TEXT (RDV_REASON + 128) /* a reason with the words around it */
 #define RDV_GRACE_S 5.0 /* how long the break hook may take before the process ends anyway */
 
 typedef struct {
@@ -89,7 +90,7 @@ typedef struct {
     pthread_mutex_t lock; /* the state below, and every send */
     int broken;           /* an exit status once the world broke (0: it stands) */
     int finishing, leaving;
-    char why[RDV_REASON + 32];
+    char why[RDV_TEXT + 32];
     int armed;
     double last_tick;
     char what[96];
@@ -329,7 +330,7 @@ static inline void *rdv_reaper(void *arg)
 static inline void rdv_break(Rdv *r, int status, const char *why, int culprit)
 {
     int me = r->cfg.rank;
-    char text[RDV_REASON + 32];
+    char text[RDV_TEXT + 32];
     if (culprit == me)
         snprintf(text, sizeof text, "rank %d: %s", me, why);
     else
@@ -364,7 +365,7 @@ static inline void rdv_break(Rdv *r, int status, const char *why, int culprit)
 static inline void rdv_handle(Rdv *r, int k)
 {
     int type = 0, a = 0;
-    char *body = NULL, why[RDV_REASON + 80];
+    char *body = NULL, why[RDV_TEXT];
     size_t len = 0;
     int fd = r->fd[k];
     int rc = rdv_recv_msg(fd, &type, &a, &body, &len, rdv_now() + r->cfg.timeout_s);
@@ -430,7 +431,7 @@ static inline void *rdv_watch(void *arg)
         snprintf(what, sizeof what, "%s", r->what);
         pthread_mutex_unlock(&r->lock);
         if (armed && idle > r->cfg.timeout_s) {
-            char why[RDV_REASON];
+            char why[RDV_TEXT];
             snprintf(why, sizeof why, "no progress for %.0f s while %s (a rank may be stuck)",
                      r->cfg.timeout_s, what);
             rdv_break(r, RDV_BROKEN, why, r->cfg.rank);
@@ -648,7 +649,7 @@ static inline int rdv_host(Rdv *r, const char *problem, const unsigned char *pay
     }
     /* every hello, until all ranks came or the deadline; processes that claim a rank
        already taken (or none of the world's) get the verdict too, from `spare` */
-    char first[RDV_REASON] = "", mismatch[RDV_REASON] = "";
+    char first[RDV_TEXT] = "", mismatch[RDV_REASON] = "";
     int came = 1, problems = problem ? 1 : 0, first_rank = problem ? 0 : -1, spare[16], spares = 0;
     if (problem) snprintf(first, sizeof first, "rank 0: %s", problem);
     double deadline = rdv_now() + c->timeout_s;

@@ -135,7 +135,7 @@ static void rank_main(const Plan *p, int rank, int ready)
     unsigned char id[ID_BYTES];
     for (int i = 0; i < ID_BYTES; i++) id[i] = rank == 0 ? (unsigned char)(7 * i + 1) : 0;
     Rdv r;
-    char why[RDV_REASON];
+    char why[RDV_TEXT];
     int rc = rdv_join(&r, &cfg, problem, id, ID_BYTES, why, sizeof why);
     if (rc != RDV_OK) {
         fprintf(stderr, "rdvtest: %s\n", why);
@@ -319,7 +319,7 @@ static void test_rendezvous(void)
     /* a world of one needs no network */
     Rdv r;
     RdvConfig one = {0, 1, NULL, 0, NULL, TIMEOUT_S, "rdvtest"};
-    char why[RDV_REASON] = "";
+    char why[RDV_TEXT] = "";
     unsigned char id[4] = {1, 2, 3, 4};
     int rc = rdv_join(&r, &one, "--gpus 2 goes with no launcher", id, 4, why, sizeof why);
     result(rc == RDV_INPUT && strstr(why, "rank 0: --gpus 2") != NULL,
