@@ -9,7 +9,9 @@
  *     OMPI_COMM_WORLD_LOCAL_RANK; the rendezvous address is passed on by hand
  *     (mpirun -x MASTER_ADDR=host -x MASTER_PORT=29500 ...) or is a shared file.
  * RANK wins over OMPI_COMM_WORLD_RANK when both are set. LOCAL_RANK left unset is taken to
- * be RANK (every rank on one machine). Every value is checked here, so that a typing error
+ * be RANK (every rank on one machine). torchrun's agent keeps a store of its own listening on
+ * MASTER_PORT and says so (TORCHELASTIC_USE_AGENT_STORE=True): then the ranks meet on
+ * MASTER_PORT + 1. Every value is checked here, so that a typing error
  * in a launch line becomes a one-line reason, never a rank that waits for the others. */
 #ifndef CH07_LAUNCHER_ENV_H
 #define CH07_LAUNCHER_ENV_H
@@ -107,6 +109,15 @@ static inline int dp_env_read(DpEnv *e, DpGetenv get, char *err, size_t errlen)
         }
         snprintf(e->addr, sizeof e->addr, "%s", addr);
         if (dp_env_int(get, "MASTER_PORT", 1, 65535, &e->port, err, errlen)) return -1;
+        const char *agent = get("TORCHELASTIC_USE_AGENT_STORE");
+        if (agent && (!strcmp(agent, "True") || !strcmp(agent, "true") || !strcmp(agent, "1"))) {
+            if (e->port == 65535) {
+                snprintf(err, errlen,
+                         "MASTER_PORT=65535 is torchrun's own store, and 65536 is no port");
+                return -1;
+            }
+            e->port++;
+        }
     }
     return 0;
 }

@@ -120,8 +120,11 @@ static void dp_on_break(void *ctx, int status, const char *why)
  * of it, this rank's communicators are aborted, and the process exits. */
 static void dp_world_stop(int status, const char *why)
 {
-    fprintf(stderr, "%s: rank %d: %s\n", DP_WORLD.spec ? DP_WORLD.spec->program : "mnist_mlp",
-            DP_WORLD.rank, why);
+    const char *program = DP_WORLD.spec ? DP_WORLD.spec->program : "mnist_mlp";
+    if (DP_WORLD.ranks)
+        fprintf(stderr, "%s: rank %d: %s\n", program, DP_WORLD.rank, why);
+    else
+        fprintf(stderr, "%s: %s\n", program, why);
     rdv_fail(dp_rdv(), status, why);
     if (DP_WORLD.abort_comms) DP_WORLD.abort_comms();
     fflush(stdout);
@@ -268,10 +271,10 @@ static void dp_world_join(void)
         exit(3);
     }
     if (w->world > 1)
-        printf("rank %d of %d on GPU %d: met the others (%s); rank 0 reports, this rank prints "
-               "only errors from here on\n",
-               w->rank, w->world, w->device,
-               w->cfg.file ? "through the rendezvous file" : "at MASTER_ADDR:MASTER_PORT");
+        printf("rank %d of %d on GPU %d: met the others (%s); %s\n", w->rank, w->world, w->device,
+               w->cfg.file ? "through the rendezvous file" : "at rank 0's address and port",
+               w->rank ? "rank 0 reports, this rank prints only errors from here on"
+                       : "this rank reports for all");
     if (w->rank > 0) {
         fflush(stdout);
         int null = open("/dev/null", O_WRONLY);

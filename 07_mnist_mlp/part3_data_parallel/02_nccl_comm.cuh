@@ -189,13 +189,17 @@ static void dp_comm_open_single(DpComm *c)
 
 /* ------------------------------------------------------------------ waits that end */
 
-/* Any asynchronous NCCL error on c's communicators stops this rank (and the world). */
+/* Any asynchronous NCCL error on c's communicators stops this rank (and the world). When a
+ * peer died, NCCL may notice it about when the watcher does: the watcher, which can name the
+ * rank, gets half a second to speak first. */
 static void dp_check_comms(const DpComm *c)
 {
     for (int g = 0; c && g < c->local; g++) {
         ncclResult_t state = ncclSuccess;
         if (ncclCommGetAsyncError(c->comm[g], &state) == ncclSuccess && state != ncclSuccess &&
             state != ncclInProgress) {
+            for (int k = 0; k < 50 && dp_rdv() && !rdv_broken(dp_rdv()); k++) rdv_sleep(0.01);
+            while (rdv_broken(dp_rdv())) rdv_sleep(1.0); /* the watcher is ending the process */
             char why[600];
             snprintf(why, sizeof why, "NCCL reports %s (%s)", ncclGetErrorString(state),
                      ncclGetLastError(c->comm[g]));
@@ -382,9 +386,8 @@ static void dp_broadcast(const DpComm *c, void *const *src, void *const *dst, si
     NCCL_CHECK(ncclGroupEnd());
 }
 
-/* Each local GPU's one number, summed over the world, back on the host: the check's counts
- * of values that differ, the epoch's losses. The kernels' streams first wait for nothing:
- * the caller has made the GPUs idle. */
+/* Each local GPU's one number, summed over the world, back on the host: the counts of
+ * values that differ between the replicas. */
 static unsigned long long dp_sum_counts(const DpComm *c, const unsigned long long *mine)
 {
     void *d[DP_MAX_GPUS];
@@ -393,6 +396,7 @@ static unsigned long long dp_sum_counts(const DpComm *c, const unsigned long lon
         CUDA_CHECK(cudaMalloc(&d[g], sizeof(unsigned long long)));
         CUDA_CHECK(cudaMemcpy(d[g], &mine[g], sizeof mine[g], cudaMemcpyHostToDevice));
     }
+    dp_wait_idle(c); /* the copies above ran on the kernels' streams, NCCL reads on its own */
     dp_arm("summing a count over the ranks");
     dp_allreduce_group(c, d, 0, 1, ncclUint64);
     dp_wait_idle(c);

@@ -137,6 +137,7 @@ static size_t dp_replica_differences(const DataParallel *dp)
         CUDA_CHECK(cudaMemcpy((float *)mine[g] + n, dp->rep[g].vel, n * sizeof(float),
                               cudaMemcpyDeviceToDevice));
     }
+    dp_wait_idle(c); /* the copies above ran on the kernels' streams, NCCL reads on its own */
     dp_arm("comparing the replicas");
     dp_broadcast(c, mine, theirs, bytes);
     dp_wait_idle(c);

@@ -47,6 +47,7 @@ static float *dp_assemble_rows(const DataParallel *dp, int step, float *const *p
                                   (size_t)sl.rows * cols * sizeof(float),
                                   cudaMemcpyDeviceToDevice));
     }
+    dp_wait_idle(c); /* the copies above ran on the kernels' streams, NCCL reads on its own */
     dp_arm("gathering the check's activations");
     dp_allreduce_group(c, full, 0, (size_t)rows * cols, ncclFloat);
     dp_wait_idle(c);

@@ -257,7 +257,7 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     for (int i = 0; i < 4; i++) { /* plain, buckets, and the same in symmetric memory */
         const DpBenchResult *r = i == 0 ? &plain : i == 1 ? &buckets : i == 2 ? &sym : &sym_buckets;
         int row = i == 0 ? 2 : i == 1 ? 3 : i == 2 ? 11 : 12;
-        if (N > 1 && (i != 1 || K) && (i < 2 || S))
+        if (i == 0 ? N > 1 : i == 1 ? K > 0 : S && (i == 2 || K > 0))
             dp_row(o, gpu, name[row], i == 1 ? "optimized" : "step", size, r->train.median_ms,
                    images_per_s(n_train, r->train.median_ms), "img/s", name[4], N * img1, base);
     }
@@ -270,10 +270,9 @@ static int dp_bench_size(const Options *o, const DeviceInfo *info, const Data *d
     for (int i = 0; i < 4; i++) {
         const DpBenchResult *r = i == 0 ? &plain : i == 1 ? &buckets : i == 2 ? &sym : &sym_buckets;
         int row = i == 0 ? 7 : i == 1 ? 8 : i == 2 ? 14 : 15;
-        if ((i != 1 && i != 3) || K)
-            if (i < 2 || S)
-                dp_row(o, gpu, name[row], i == 1 ? "optimized" : "step", size, r->exposed_ms,
-                       r->exposed_ms, "ms", name[5], one.step_ms, 0.0);
+        if (i == 0 || (i == 1 && K > 0) || (S && (i == 2 || K > 0)))
+            dp_row(o, gpu, name[row], i == 1 ? "optimized" : "step", size, r->exposed_ms,
+                   r->exposed_ms, "ms", name[5], one.step_ms, 0.0);
     }
     if (N > 1) {
         double bus = dp_busbw_gbs(bytes, alone, N), bus_step = dp_busbw_gbs(bytes, plain.ar_ms, N);

@@ -84,6 +84,13 @@ static void test_env(void)
     const char *big_port[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=h", "MASTER_PORT=70000", NULL};
     const char *port_only[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=29500", NULL};
     const char *bad_local[] = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=-3", NULL};
+    const char *agent[] = {"RANK=1",
+                           "WORLD_SIZE=2",
+                           "LOCAL_RANK=1",
+                           "MASTER_ADDR=h",
+                           "MASTER_PORT=29500",
+                           "TORCHELASTIC_USE_AGENT_STORE=True",
+                           NULL};
     env_case("none set: one process", none, 1, 0, 0, 0, 0, 0, NULL);
     env_case("torchrun's five", torchrun, 1, 1, 1, 2, 1, 29500, NULL);
     env_case("LOCAL_RANK unset is RANK", no_local, 1, 1, 3, 4, 3, 0, NULL);
@@ -100,6 +107,7 @@ static void test_env(void)
     env_case("MASTER_PORT above 65535", big_port, 0, 0, 0, 0, 0, 0, "MASTER_PORT=70000");
     env_case("MASTER_PORT without MASTER_ADDR", port_only, 0, 0, 0, 0, 0, 0, "MASTER_ADDR is not");
     env_case("LOCAL_RANK negative", bad_local, 0, 0, 0, 0, 0, 0, "LOCAL_RANK=-3");
+    env_case("under torchrun's agent store: MASTER_PORT + 1", agent, 1, 1, 1, 2, 1, 29501, NULL);
 }
 
 /* ------------------------------------------------------------------ the rendezvous */
