@@ -10,7 +10,9 @@
  *   --bench   epoch time of every trainer at each batch size, against PyTorch (--peer)
  *   --train   train one trainer (--impl), printing one line per epoch
  *   --gpus N  the same three for the data-parallel trainer: the fused step on N GPUs,
- *             gradients summed with NCCL's all-reduce (part three of the README)
+ *             gradients summed with NCCL's all-reduce (data_parallel.md); or, started by a
+ *             launcher (part3_data_parallel/launch.sh, torchrun, mpirun), as one rank of N
+ *             processes, one GPU each
  *
  * The chapter's files, one question each (a folder per part, each file numbered by the
  * step of the version table where a reader meets it):
@@ -35,9 +37,13 @@
  *                      transposed copies as pure functions, 01_tc_steps.cuh the fused step on
  *                      tensor cores (tf32, bf16); 02_bf16_backward_mma.cuh the backward
  *                      kernel's product in bf16
- *   part3_data_parallel/  --gpus N: 01_batch_split.h how each batch is cut over the GPUs
- *                      (plain C, host-tested); 02_nccl_comm.cuh NCCL: whether this build has
- *                      it, communicators, the all-reduce alone; 03_dp_trainer.cuh the
+ *   part3_data_parallel/  data parallel: 00_launcher_env.h who this process is under a launcher,
+ *                      00_rendezvous.h how the ranks meet and watch each other (both plain C,
+ *                      host-tested), 00_ranks.cuh the program as one rank, launch.sh a
+ *                      launcher of N local ranks; 01_batch_split.h how each batch is cut
+ *                      over the GPUs (plain C, host-tested); 02_nccl_comm.cuh NCCL: whether
+ *                      this build has it, communicators, waits that end, gradient buffers
+ *                      (plain or symmetric memory), the all-reduce alone; 03_dp_trainer.cuh the
  *                      replicas and one step; 04_dp_epochs.cuh its epochs, test pass,
  *                      replicas compared, --train; 05_dp_check.cuh, 06_dp_bench.cuh its
  *                      --check and --bench
@@ -82,11 +88,11 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     }
     printf(
         "training %s: 784-%d-10, batch %d, lr %g, momentum %g, %d epochs on %d images, seed %llu\n",
-        f->gpus ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch), f->momentum,
-        f->epochs, n_train, o->seed);
+        dp_active() ? "data parallel" : impl->name, f->hidden, batch, learning_rate(batch),
+        f->momentum, f->epochs, n_train, o->seed);
     TrainResult r = {0.0, 0.0, 0, 0};
     int failed = 0;
-    if (f->gpus) { /* part3_data_parallel/04_dp_epochs.cuh: p0 becomes the trained parameters */
+    if (dp_active()) { /* part3_data_parallel/04_dp_epochs.cuh: p0 becomes the trained parameters */
 #ifdef HAVE_NCCL
         failed = dp_train(d, n_train, batch, info->name, o->seed, p0, &r);
 #endif
@@ -104,7 +110,7 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
         trainer_destroy(&t);
     }
     printf("test accuracy %.2f%%, median epoch time %.2f ms\n", r.accuracy, r.median_ms);
-    if (f->save) {
+    if (f->save && dp_is_rank0()) { /* under a launcher: rank 0's copy (the replicas are one) */
         if (model_save(f->save, &l, p0, err, sizeof err)) {
             fprintf(stderr, "mnist_mlp: --save: %s\n", err);
             exit(1);
@@ -120,8 +126,9 @@ static int train_one(const Options *o, const DeviceInfo *info, const Data *d)
     return failed;
 }
 
-/* --gpus N: the data-parallel check and bench (part3_data_parallel/05_dp_check.cuh and
- * 06_dp_bench.cuh); a build without NCCL never gets here (dp_validate_args refused --gpus). */
+/* --gpus N or a launcher's ranks: the data-parallel check and bench
+ * (part3_data_parallel/05_dp_check.cuh and 06_dp_bench.cuh); a build without NCCL never gets
+ * here (dp_validate_args refused). */
 static int data_parallel_check_bench(const Options *o, const DeviceInfo *info, const Data *d)
 {
     int failures = 0;
@@ -140,6 +147,7 @@ int main(int argc, char **argv)
 {
     Options o;
     list_impl_names();
+    dp_world_init(argc, argv, &SPEC); /* under a launcher: this rank's place (00_ranks.cuh) */
     parse_args(argc, argv, &SPEC, &o);
     if (FLAGS.impl) o.kernel = FLAGS.impl;
     if (FLAGS.train && !FLAGS.impl && o.kernel && strchr(o.kernel, ','))
@@ -161,13 +169,14 @@ int main(int argc, char **argv)
         max_batch = o.sizes[s].dim[0] > max_batch ? (int)o.sizes[s].dim[0] : max_batch;
     require_device_memory(&SPEC, &info, trainer_bytes(FLAGS.hidden, max_batch, 60000, 10000),
                           "the trainer");
+    dp_world_join(); /* under a launcher: every rank checked its input; they meet here */
 
     int failures = 0;
-    if (FLAGS.gpus)
+    if (dp_active())
         failures += data_parallel_check_bench(&o, &info, &d);
     else if (o.check)
         failures += run_checks(&o);
-    if (o.bench && !FLAGS.gpus) {
+    if (o.bench && !dp_active()) {
         if (o.nsizes == 0) {
             failures += bench_batch(&o, &info, &d, 256, FLAGS.hidden);
             failures += bench_batch(&o, &info, &d, 32, FLAGS.hidden);
@@ -180,5 +189,5 @@ int main(int argc, char **argv)
     idx_free(&d.train);
     idx_free(&d.test);
     if (CUBLAS) cublasDestroy(CUBLAS);
-    return failures ? 1 : 0;
+    return dp_world_finish(failures ? 1 : 0);
 }

@@ -113,9 +113,13 @@ def draw_dp_timeline(out_dir):
         return
     title = (f"{meta.get('gpu', '?')}: {meta.get('gpus', '?')} GPUs, per-GPU batch {meta.get('batch', '?')}, "
              f"hidden {meta.get('hidden', '?')}")
+    ranks = meta.get("form") == "ranks"
+    title += ", one process a GPU" if ranks else ", one process"
+    origins = ("each rank's GPU from its own origin event, recorded as the ranks left a one-float all-reduce"
+               if ranks else "each GPU from its own origin event; the origins were recorded back to back")
     ch06.plot_timeline(ops, title, {k: c for k, (c, _) in DP_OPS.items()}, [t for _, t in DP_OPS.values()],
-                       "ms since the GPUs were idle (each GPU from its own origin event; the origins were "
-                       "recorded back to back)", os.path.join(out_dir, "07_mnist_mlp_dp_timeline.png"))
+                       f"ms since the GPUs were idle ({origins})",
+                       os.path.join(out_dir, "07_mnist_mlp_dp_timeline.png"))
 
 
 def draw_dp_scaling(out_dir):

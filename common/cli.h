@@ -75,15 +75,26 @@ static inline void cli_print_usage(FILE *f, const ProgramSpec *spec)
     if (spec->extra_usage) fprintf(f, "%s", spec->extra_usage);
 }
 
+/* What a usage error does, for a program that runs as one of several processes (chapter
+ * 07's ranks tell the other ranks before exiting): set once, called with the reason in
+ * place of the lines below, and never returns. NULL: the lines below. */
+typedef void (*CliFailHook)(const ProgramSpec *spec, const char *reason);
+static inline CliFailHook *cli_fail_hook(void)
+{
+    static CliFailHook hook = NULL;
+    return &hook;
+}
+
 /* Prints "program: reason" and the usage on stderr, then exits 2. */
 static inline void cli_fail(const ProgramSpec *spec, const char *fmt, ...)
 {
+    char reason[2048];
     va_list ap;
-    fprintf(stderr, "%s: ", spec->program);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n");
+    if (*cli_fail_hook()) (*cli_fail_hook())(spec, reason);
+    fprintf(stderr, "%s: %s\n", spec->program, reason);
     cli_print_usage(stderr, spec);
     exit(2);
 }

@@ -20,7 +20,9 @@ typedef struct {
     const char *save, *load, *epoch_csv, *stage_csv, *peer;
     /* --gpus N: data-parallel over N GPUs (0: one GPU, no NCCL); buckets -1: default */
     int gpus, buckets;
-    const char *timeline; /* --timeline FILE: the data-parallel bench's timeline */
+    const char *timeline;   /* --timeline FILE: the data-parallel bench's timeline */
+    int symmetric;          /* --symmetric: the gradients in NCCL's symmetric memory */
+    const char *rendezvous; /* --rendezvous SPEC (read ahead of the rest: 00_ranks.cuh) */
 } Flags;
 
 static int parse_double_flag(const char *text, double lo, double hi, double *out, char *err,
@@ -58,16 +60,26 @@ static int extra_flag(int argc, char **argv, int *i, char *err, size_t errlen, v
         double lo, hi;
     } reals[] = {{"--lr", &f->lr, 1e-12, 1e38},
                  {"--momentum", &f->momentum, 0.0, 0.999},
-                 {"--min-accuracy", &f->min_accuracy, 0.0, 100.0}};
+                 {"--min-accuracy", &f->min_accuracy, 0.0, 100.0},
+                 {"--timeout", &DP_WORLD.timeout_s, 1.0, 86400.0}};
     struct {
         const char *name;
         const char **target;
-    } strs[] = {{"--data", &f->data},           {"--save", &f->save},
-                {"--load", &f->load},           {"--epoch-csv", &f->epoch_csv},
-                {"--stage-csv", &f->stage_csv}, {"--peer", &f->peer},
-                {"--impl", &f->impl},           {"--timeline", &f->timeline}};
+    } strs[] = {{"--data", &f->data},
+                {"--save", &f->save},
+                {"--load", &f->load},
+                {"--epoch-csv", &f->epoch_csv},
+                {"--stage-csv", &f->stage_csv},
+                {"--peer", &f->peer},
+                {"--impl", &f->impl},
+                {"--timeline", &f->timeline},
+                {"--rendezvous", &f->rendezvous}};
     if (!strcmp(a, "--train")) {
         f->train = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--symmetric")) {
+        f->symmetric = 1;
         return 1;
     }
     int known = 0;
@@ -106,8 +118,8 @@ static int extra_flag(int argc, char **argv, int *i, char *err, size_t errlen, v
     return 1;
 }
 
-static Flags FLAGS = {0,   NULL, NULL, 1024, 256,  10,   0, 0.0, 0.9,
-                      0.0, NULL, NULL, NULL, NULL, NULL, 0, -1,  NULL};
+static Flags FLAGS = {0,    NULL, NULL, 1024, 256,  10, 0,  0.0,  0.9, 0.0,
+                      NULL, NULL, NULL, NULL, NULL, 0,  -1, NULL, 0,   NULL};
 
 /* Without --lr: 0.05 at batch 256, scaled with the batch (0.00625 at batch 32), so that
  * a step moves the weights about as far per image at every batch size. */
@@ -138,14 +150,28 @@ static const ProgramSpec SPEC = {
     "  --stage-csv FILE append the bench's launch-by-launch step times to FILE\n"
     "  --peer FILE      CSV with PyTorch's rows (peer/torch_reference.py): the bench's ceiling\n"
     "\ndata parallel (part3_data_parallel/), " DP_NCCL_NOTE ":\n"
-    "  --gpus N         train, check or bench the fused step on N GPUs over NCCL: each GPU a\n"
-    "                   replica with --batch / N images of every batch (--batch: the global "
-    "batch);\n"
-    "                   --bench: -n is the batch per GPU (default 256,1024,4096 x H 1024,4096)\n"
+    "  one process per GPU: under a launcher (part3_data_parallel/launch.sh N, torchrun, mpirun)\n"
+    "                   mnist_mlp is rank RANK of WORLD_SIZE (or OMPI_COMM_WORLD_RANK/_SIZE) on\n"
+    "                   GPU LOCAL_RANK, and trains, checks or benches the fused step over NCCL,\n"
+    "                   each GPU a replica with --batch / WORLD_SIZE images of every batch\n"
+    "  --gpus N         the same with N GPUs driven by this one process (no launcher)\n"
+    "                   (--batch: the global batch; --bench: -n is the batch per GPU, default\n"
+    "                   256,1024,4096 x H 1024,4096)\n"
+    "  --rendezvous S   where the ranks meet: env (MASTER_ADDR:MASTER_PORT, the default),\n"
+    "                   file:PATH (a file every rank can read; rank 0 writes its address\n"
+    "                   there) or tcp:HOST:PORT\n"
+    "  --timeout S      seconds a rank waits for the others (the rendezvous, a collective)\n"
+    "                   before it stops them all (default 60)\n"
     "  --buckets K      dW1's all-reduce in K pieces, each started when its rows are done\n"
     "                   (default 2; 0: one all-reduce after the whole backward pass)\n"
-    "  --timeline FILE  with --bench --gpus: every launch and all-reduce of two steps, per GPU and "
-    "stream\n",
+    "  --symmetric      the gradients in NCCL's symmetric memory (ncclMemAlloc, registered\n"
+    "                   windows); --bench: also, in rows ..._sym, beside the plain runs\n"
+    "  --timeline FILE  with --bench: every launch and all-reduce of two steps, per GPU and "
+    "stream\n"
+    "\nexit status: 0 done; 1 a check failed, accuracy below --min-accuracy, replicas that\n"
+    "  differ, or a CUDA/NCCL error; 2 bad input (under a launcher: on any rank, named on\n"
+    "  every rank); 3 data parallel: a rank exited or was killed, never came, or made no\n"
+    "  progress within --timeout (every other rank stops too)\n",
     IMPL_NAMES.name,
     2,
     60000,

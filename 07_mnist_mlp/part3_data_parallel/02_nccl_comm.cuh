@@ -4,22 +4,26 @@
  * Whether this build has NCCL: the Makefile looks for nccl.h and libnccl (the CUDA
  * toolkit's, else the one of Python's nvidia-nccl package, as PyTorch installs it) and
  * defines HAVE_NCCL when it finds them; without it the chapter builds all the same, and
- * --gpus says why it cannot run (exit 2).
+ * --gpus (or a launcher's environment) says why it cannot run (exit 2).
  *
- * Also here: NCCL_CHECK, the N communicators of one process and their streams (DpComm),
- * and the plain all-reduce timed alone, as nccl-tests times it: the figure the all-reduce
- * inside a training step is held against. */
+ * Also here: NCCL_CHECK; the communicators of this process and their streams (DpComm): N
+ * GPUs of one process (--gpus N), or this rank's one GPU in a launcher's world
+ * (00_ranks.cuh); waits on the GPUs that cannot hang; gradient buffers, plain or in NCCL's
+ * symmetric memory; and the plain all-reduce timed alone, as nccl-tests times it: the
+ * figure the all-reduce inside a training step is held against. */
 #ifndef CH07_NCCL_COMM_CUH
 #define CH07_NCCL_COMM_CUH
 
+#include <sched.h>
+
 #include "common/cli.h"
 #include "common/cuda_utils.cuh"
+#include "07_mnist_mlp/part3_data_parallel/00_ranks.cuh"
 
 #define DP_MAX_GPUS 16
 #define DP_MAX_BUCKETS 16
 
 #ifdef HAVE_NCCL
-#include <nccl.h>
 #define DP_STR2(x) #x
 #define DP_STR(x) DP_STR2(x)
 #define DP_NCCL_NOTE "NCCL " DP_STR(NCCL_MAJOR) "." DP_STR(NCCL_MINOR) "." DP_STR(NCCL_PATCH)
@@ -27,17 +31,18 @@
 #define DP_NCCL_NOTE "not in this build (built without NCCL)"
 #endif
 
+#define DP_NO_NCCL_REASON                                                                     \
+    "this mnist_mlp was built without NCCL (none in NCCL_HOME, the CUDA toolkit or Python's " \
+    "nvidia-nccl package when it was built, or NCCL=0: see 07_mnist_mlp/Makefile)"
+
 /* Refuses --gpus N with a reason (exit 2) before anything touches a GPU, when it cannot
  * work: a build without NCCL, no usable GPU, fewer GPUs than N, GPUs of different kinds
- * (the launchers of chapters 01 and 05 keep the first GPU's SM count for every later one). */
+ * (the launchers of chapters 01 and 05 keep the first GPU's SM count for every later one,
+ * per process: one process per GPU has no such limit). */
 static void dp_require_gpus(const ProgramSpec *spec, int gpus)
 {
 #ifndef HAVE_NCCL
-    cli_fail(
-        spec,
-        "--gpus %d: this mnist_mlp was built without NCCL (none in NCCL_HOME, the CUDA toolkit or "
-        "Python's nvidia-nccl package when it was built, or NCCL=0: see 07_mnist_mlp/Makefile)",
-        gpus);
+    cli_fail(spec, "--gpus %d: " DP_NO_NCCL_REASON, gpus);
 #else
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
@@ -72,114 +77,385 @@ static void dp_require_gpus(const ProgramSpec *spec, int gpus)
         }                                                                                    \
     } while (0)
 
-/* One process, N GPUs (devices 0 .. N-1): a communicator per GPU from ncclCommInitAll,
- * and a communication stream per GPU. The all-reduces run there, not on the stream of
- * the kernels (each GPU's per-thread default stream), so that with buckets they overlap
- * the backward pass; events order the two. The communication streams have the highest
- * priority: when a block of the dW1 product finishes, an all-reduce's block waiting for
- * an SM goes first. */
+/* Every communicator alive in this process, so that a broken world can abort them all
+ * (ncclCommAbort stops their kernels, which would otherwise wait for a peer that is gone). */
+#define DP_MAX_LIVE 64
+static ncclComm_t DP_LIVE[DP_MAX_LIVE];
+static pthread_mutex_t DP_LIVE_LOCK = PTHREAD_MUTEX_INITIALIZER;
+
+static void dp_live(ncclComm_t c, int add)
+{
+    pthread_mutex_lock(&DP_LIVE_LOCK);
+    for (int i = 0; i < DP_MAX_LIVE; i++)
+        if (add ? DP_LIVE[i] == NULL : DP_LIVE[i] == c) {
+            DP_LIVE[i] = add ? c : NULL;
+            break;
+        }
+    pthread_mutex_unlock(&DP_LIVE_LOCK);
+}
+
+static void dp_abort_comms(void)
+{
+    pthread_mutex_lock(&DP_LIVE_LOCK);
+    for (int i = 0; i < DP_MAX_LIVE; i++)
+        if (DP_LIVE[i]) {
+            ncclCommAbort(DP_LIVE[i]);
+            DP_LIVE[i] = NULL;
+        }
+    pthread_mutex_unlock(&DP_LIVE_LOCK);
+}
+
+/* The communicators of this process, one per GPU it drives, and a communication stream per
+ * GPU. local = N, world = N, rank = 0 with --gpus N (one process, N GPUs); local = 1, world
+ * = the launcher's, rank = this process's under a launcher. The all-reduces run on the
+ * communication streams, not on the stream of the kernels (each GPU's per-thread default
+ * stream), so that with buckets they overlap the backward pass; events order the two.
+ * The communication streams have the highest priority: when a block of the dW1 product
+ * finishes, an all-reduce's block waiting for an SM goes first. */
 typedef struct {
-    int gpus;
+    int local;            /* GPUs this process drives */
+    int world, rank;      /* ranks in the communicator, and the rank of local GPU 0 */
+    int dev[DP_MAX_GPUS]; /* the CUDA device of local GPU g */
     ncclComm_t comm[DP_MAX_GPUS];
     cudaStream_t stream[DP_MAX_GPUS];
     double init_ms;
 } DpComm;
 
-static void dp_comm_create(DpComm *c, int gpus)
+/* The communicators of ranks rank .. rank + local - 1 of `world` on devices dev[], from one
+ * unique id: one ncclCommInitRankConfig per GPU, in a group when one thread makes several
+ * (alone, the first would wait for ranks that are never made). */
+static void dp_comm_init(DpComm *c, const ncclUniqueId *id, int world, int rank, const int *dev,
+                         int local)
 {
     memset(c, 0, sizeof *c);
-    c->gpus = gpus;
+    c->local = local;
+    c->world = world;
+    c->rank = rank;
     /* NVLink multicast (NVLS) off unless the environment asks for it: the figures of the
        chapter are the ring and tree algorithms, and some machines need it off */
     setenv("NCCL_NVLS_ENABLE", "0", 0);
-    int devs[DP_MAX_GPUS];
-    for (int g = 0; g < gpus; g++) devs[g] = g;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    dp_arm("creating the NCCL communicator");
     double t0 = wall_ms();
-    NCCL_CHECK(ncclCommInitAll(c->comm, gpus, devs));
+    NCCL_CHECK(ncclGroupStart());
+    for (int g = 0; g < local; g++) {
+        c->dev[g] = dev[g];
+        CUDA_CHECK(cudaSetDevice(dev[g]));
+        NCCL_CHECK(ncclCommInitRankConfig(&c->comm[g], world, *id, rank + g, &config));
+    }
+    NCCL_CHECK(ncclGroupEnd());
     c->init_ms = wall_ms() - t0;
-    for (int g = 0; g < gpus; g++) {
+    dp_disarm();
+    DP_WORLD.abort_comms = dp_abort_comms;
+    for (int g = 0; g < local; g++) {
         int least, greatest;
-        CUDA_CHECK(cudaSetDevice(g));
+        dp_live(c->comm[g], 1);
+        CUDA_CHECK(cudaSetDevice(dev[g]));
         CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
         CUDA_CHECK(cudaStreamCreateWithPriority(&c->stream[g], cudaStreamNonBlocking, greatest));
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(dev[0]));
+}
+
+/* The data-parallel communicator: the launcher's world (its unique id came with the
+ * rendezvous), or --gpus N devices 0 .. N-1 of this process. */
+static void dp_comm_open(DpComm *c, int gpus)
+{
+    ncclUniqueId id;
+    if (DP_WORLD.ranks) {
+        if (DP_WORLD.id_used++) {
+            fprintf(stderr, "internal error: the world's NCCL id serves one communicator\n");
+            exit(1);
+        }
+        memcpy(&id, DP_WORLD.id, sizeof id);
+        dp_comm_init(c, &id, DP_WORLD.world, DP_WORLD.rank, &DP_WORLD.device, 1);
+        return;
+    }
+    int dev[DP_MAX_GPUS];
+    for (int g = 0; g < gpus; g++) dev[g] = g;
+    NCCL_CHECK(ncclGetUniqueId(&id));
+    dp_comm_init(c, &id, gpus, 0, dev, gpus);
+}
+
+/* A communicator of one rank on this process's (first) GPU: the one-GPU runs of the bench. */
+static void dp_comm_open_single(DpComm *c)
+{
+    ncclUniqueId id;
+    int dev = DP_WORLD.ranks ? DP_WORLD.device : 0;
+    NCCL_CHECK(ncclGetUniqueId(&id));
+    dp_comm_init(c, &id, 1, 0, &dev, 1);
+}
+
+/* ------------------------------------------------------------------ waits that end */
+
+/* Any asynchronous NCCL error on c's communicators stops this rank (and the world). When a
+ * peer died, NCCL may notice it about when the watcher does: the watcher, which can name the
+ * rank, gets half a second to speak first. */
+static void dp_check_comms(const DpComm *c)
+{
+    for (int g = 0; c && g < c->local; g++) {
+        ncclResult_t state = ncclSuccess;
+        if (ncclCommGetAsyncError(c->comm[g], &state) == ncclSuccess && state != ncclSuccess &&
+            state != ncclInProgress) {
+            for (int k = 0; k < 50 && dp_rdv() && !rdv_broken(dp_rdv()); k++) rdv_sleep(0.01);
+            while (rdv_broken(dp_rdv())) rdv_sleep(1.0); /* the watcher is ending the process */
+            char why[600];
+            snprintf(why, sizeof why, "NCCL reports %s (%s)", ncclGetErrorString(state),
+                     ncclGetLastError(c->comm[g]));
+            dp_world_stop(RDV_BROKEN, why);
+        }
+    }
+}
+
+/* Waits for event ev, polling instead of blocking: every millisecond NCCL's asynchronous
+ * errors and the watcher (a broken world) are looked at, and a wait longer than --timeout
+ * stops the world. The poll spins (yielding the core), as cudaEventSynchronize does by
+ * default: a sleep between looks would add its wake-up time to every epoch timed. */
+static void dp_wait_event(const DpComm *c, cudaEvent_t ev, const char *what)
+{
+    double t0 = rdv_now(), next_look = t0 + 1e-3;
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorNotReady) CUDA_CHECK(e);
+        double now = rdv_now();
+        if (now >= next_look) {
+            next_look = now + 1e-3;
+            dp_check_comms(c);
+            while (rdv_broken(dp_rdv())) rdv_sleep(1.0); /* the watcher is ending the process */
+            if (now - t0 > DP_WORLD.timeout_s) {
+                char why[300];
+                snprintf(why, sizeof why,
+                         "%s did not end within --timeout %.0f s (a rank may be stuck)", what,
+                         DP_WORLD.timeout_s);
+                dp_world_stop(RDV_BROKEN, why);
+            }
+        }
+        sched_yield();
+    }
+    dp_progress();
+}
+
+/* Every GPU of c idle: its kernels' stream and its communication stream waited for (as
+ * above), then cudaDeviceSynchronize, which no longer waits on NCCL. */
+static void dp_wait_idle(const DpComm *c)
+{
+    for (int g = 0; g < c->local; g++) {
+        cudaEvent_t ev[2];
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        for (int k = 0; k < 2; k++) {
+            CUDA_CHECK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
+            CUDA_CHECK(cudaEventRecord(ev[k], k ? c->stream[g] : cudaStreamPerThread));
+        }
+        for (int k = 0; k < 2; k++) {
+            dp_wait_event(c, ev[k], "the GPU's work");
+            CUDA_CHECK(cudaEventDestroy(ev[k]));
+        }
+        CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
 }
 
 static void dp_comm_destroy(DpComm *c)
 {
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
-        CUDA_CHECK(cudaDeviceSynchronize());
+    dp_wait_idle(c);
+    dp_arm("destroying the NCCL communicator");
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         CUDA_CHECK(cudaStreamDestroy(c->stream[g]));
+        dp_live(c->comm[g], 0);
         NCCL_CHECK(ncclCommDestroy(c->comm[g]));
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    dp_disarm();
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
     memset(c, 0, sizeof *c);
 }
 
-static void dp_sync_all(int gpus)
+/* ------------------------------------------------------------------ buffers */
+
+/* A buffer on every GPU of c: cudaMalloc, or NCCL's symmetric memory (ncclMemAlloc, then
+ * registered on every rank as a window with NCCL_WIN_COLL_SYMMETRIC): every rank's buffer
+ * then sits at the same offset of a window each GPU can address, so that NCCL can use its
+ * symmetric kernels, which read and write the peers' buffers directly (low latency for small
+ * and medium all-reduces; NCCL 2.27 and later, CUDA's virtual memory management needed). */
+typedef struct {
+    float *ptr[DP_MAX_GPUS];
+    ncclWindow_t win[DP_MAX_GPUS];
+    int symmetric;
+} DpBuffers;
+
+/* 0, or -1 with the reason in why (the symmetric kind only: then nothing is allocated). */
+static int dp_buffers_alloc(DpBuffers *b, const DpComm *c, size_t bytes, int symmetric, char *why,
+                            size_t whylen)
 {
-    for (int g = 0; g < gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    memset(b, 0, sizeof *b);
+    b->symmetric = symmetric;
+    why[0] = '\0';
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        if (!symmetric) {
+            CUDA_CHECK(cudaMalloc(&b->ptr[g], bytes));
+            continue;
+        }
+        ncclResult_t r = ncclMemAlloc((void **)&b->ptr[g], bytes);
+        if (r != ncclSuccess) {
+            snprintf(why, whylen, "ncclMemAlloc: %s (%s)", ncclGetErrorString(r),
+                     ncclGetLastError(NULL));
+            for (int k = 0; k < g; k++) ncclMemFree(b->ptr[k]);
+            return -1;
+        }
+    }
+    ncclResult_t r = ncclSuccess;
+    if (symmetric) {
+        dp_arm("registering symmetric memory");
+        NCCL_CHECK(ncclGroupStart());
+        for (int g = 0; g < c->local && r == ncclSuccess; g++)
+            r = ncclCommWindowRegister(c->comm[g], b->ptr[g], bytes, &b->win[g],
+                                       NCCL_WIN_COLL_SYMMETRIC);
+        ncclResult_t end = ncclGroupEnd();
+        dp_disarm();
+        if (r == ncclSuccess) r = end;
+        for (int g = 0; g < c->local && r == ncclSuccess; g++)
+            if (!b->win[g]) {
+                snprintf(why, whylen,
+                         "NCCL registered no symmetric window (its communicator has no symmetric "
+                         "support here: NCCL_DEBUG=INFO says why)");
+                r = ncclInvalidUsage;
+            }
+        if (r != ncclSuccess && !why[0])
+            snprintf(why, whylen, "ncclCommWindowRegister: %s (%s)", ncclGetErrorString(r),
+                     ncclGetLastError(NULL));
+    }
+    for (int g = 0; g < c->local && r == ncclSuccess; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        CUDA_CHECK(cudaMemset(b->ptr[g], 0, bytes));
         CUDA_CHECK(cudaDeviceSynchronize());
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
+    if (r != ncclSuccess) {
+        for (int g = 0; g < c->local; g++) {
+            if (b->win[g]) ncclCommWindowDeregister(c->comm[g], b->win[g]);
+            ncclMemFree(b->ptr[g]);
+        }
+        memset(b, 0, sizeof *b);
+        return -1;
+    }
+    return 0;
 }
 
-/* In place on every GPU's buf[g] (count floats): one ncclAllReduce per GPU, in a group,
- * since one thread drives all of them (alone, the first call would wait for the others). */
-static void dp_allreduce_group(const DpComm *c, float *const *buf, size_t offset, size_t count)
+static void dp_buffers_free(DpBuffers *b, const DpComm *c)
+{
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        if (b->symmetric) {
+            NCCL_CHECK(ncclCommWindowDeregister(c->comm[g], b->win[g]));
+            NCCL_CHECK(ncclMemFree(b->ptr[g]));
+        } else {
+            CUDA_CHECK(cudaFree(b->ptr[g]));
+        }
+    }
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------------ collectives */
+
+/* In place on every local GPU's buf[g] (count elements of `type`), summed over the world:
+ * one ncclAllReduce per GPU, in a group when one thread drives several (alone, the first
+ * call would wait for the others). */
+static void dp_allreduce_group(const DpComm *c, void *const *buf, size_t offset, size_t count,
+                               ncclDataType_t type)
+{
+    size_t elem = type == ncclFloat ? 4 : type == ncclUint64 ? 8 : 1;
+    NCCL_CHECK(ncclGroupStart());
+    for (int g = 0; g < c->local; g++) {
+        char *p = (char *)buf[g] + offset * elem;
+        NCCL_CHECK(ncclAllReduce(p, p, count, type, ncclSum, c->comm[g], c->stream[g]));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+/* Rank 0's `bytes` at src[g] into dst[g] on every local GPU of every rank (rank 0's own
+ * copy included). */
+static void dp_broadcast(const DpComm *c, void *const *src, void *const *dst, size_t bytes)
 {
     NCCL_CHECK(ncclGroupStart());
-    for (int g = 0; g < c->gpus; g++)
-        NCCL_CHECK(ncclAllReduce(buf[g] + offset, buf[g] + offset, count, ncclFloat, ncclSum,
-                                 c->comm[g], c->stream[g]));
+    for (int g = 0; g < c->local; g++)
+        NCCL_CHECK(ncclBroadcast(src[g], dst[g], bytes, ncclUint8, 0, c->comm[g], c->stream[g]));
     NCCL_CHECK(ncclGroupEnd());
+}
+
+/* Each local GPU's one number, summed over the world, back on the host: the counts of
+ * values that differ between the replicas. */
+static unsigned long long dp_sum_counts(const DpComm *c, const unsigned long long *mine)
+{
+    void *d[DP_MAX_GPUS];
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        CUDA_CHECK(cudaMalloc(&d[g], sizeof(unsigned long long)));
+        CUDA_CHECK(cudaMemcpy(d[g], &mine[g], sizeof mine[g], cudaMemcpyHostToDevice));
+    }
+    dp_wait_idle(c); /* the copies above ran on the kernels' streams, NCCL reads on its own */
+    dp_arm("summing a count over the ranks");
+    dp_allreduce_group(c, d, 0, 1, ncclUint64);
+    dp_wait_idle(c);
+    dp_disarm();
+    unsigned long long total = 0;
+    CUDA_CHECK(cudaMemcpy(&total, d[0], sizeof total, cudaMemcpyDeviceToHost));
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
+        CUDA_CHECK(cudaFree(d[g]));
+    }
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
+    return total;
 }
 
 /* The all-reduce of `pieces` buffers of counts[i] floats back to back, alone on the GPUs,
  * as nccl-tests times it: warm-up, then the median of `reps` runs, each from an event on
- * GPU 0's communication stream before the group to one after it, all GPUs idle between
- * runs. With pieces = 1 and counts[0] = the gradient, this is NCCL's own figure for the
- * step's all-reduce. */
-static double dp_allreduce_alone_ms(const DpComm *c, const size_t *counts, int pieces, int reps)
+ * local GPU 0's communication stream before the group to one after it, all GPUs idle
+ * between runs (over ranks: after a barrier, the all-reduce of one float, so that every
+ * rank starts together). With pieces = 1 and counts[0] = the gradient, this is NCCL's own
+ * figure for the step's all-reduce. symmetric: in symmetric memory (-1 if it cannot be had,
+ * the reason in why). */
+static double dp_allreduce_alone_ms(const DpComm *c, const size_t *counts, int pieces, int reps,
+                                    int symmetric, char *why, size_t whylen)
 {
     size_t total = 0;
     for (int i = 0; i < pieces; i++) total += counts[i];
-    float *buf[DP_MAX_GPUS];
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
-        CUDA_CHECK(cudaMalloc(&buf[g], total * sizeof(float)));
-        CUDA_CHECK(cudaMemset(buf[g], 0, total * sizeof(float)));
-    }
-    CUDA_CHECK(cudaSetDevice(0));
+    DpBuffers b;
+    if (dp_buffers_alloc(&b, c, total * sizeof(float), symmetric, why, whylen)) return -1.0;
+    void *buf[DP_MAX_GPUS];
+    for (int g = 0; g < c->local; g++) buf[g] = b.ptr[g];
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     double *ms = (double *)xmalloc((size_t)reps * sizeof(double));
+    dp_arm("timing the all-reduce alone");
     for (int r = -3; r < reps; r++) {
-        dp_sync_all(c->gpus);
+        dp_wait_idle(c);
+        if (c->local < c->world) { /* the ranks start together */
+            dp_allreduce_group(c, buf, 0, 1, ncclFloat);
+            dp_wait_idle(c);
+        }
         CUDA_CHECK(cudaEventRecord(start, c->stream[0]));
         for (size_t i = 0, at = 0; i < (size_t)pieces; at += counts[i], i++)
-            dp_allreduce_group(c, buf, at, counts[i]);
-        CUDA_CHECK(cudaSetDevice(0));
+            dp_allreduce_group(c, buf, at, counts[i], ncclFloat);
+        CUDA_CHECK(cudaSetDevice(c->dev[0]));
         CUDA_CHECK(cudaEventRecord(stop, c->stream[0]));
-        CUDA_CHECK(cudaEventSynchronize(stop));
+        dp_wait_event(c, stop, "an all-reduce");
         float t;
         CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
         if (r >= 0) ms[r] = t;
     }
-    dp_sync_all(c->gpus);
+    dp_wait_idle(c);
+    dp_disarm();
     double median = median_double(ms, reps);
     free(ms);
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
-        CUDA_CHECK(cudaFree(buf[g]));
-    }
-    CUDA_CHECK(cudaSetDevice(0));
+    dp_buffers_free(&b, c);
     return median;
 }
 

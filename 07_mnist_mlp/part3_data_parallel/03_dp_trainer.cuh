@@ -1,10 +1,13 @@
-/* Chapter 07, part three: data-parallel training over NCCL (--gpus N).
+/* Chapter 07, part three: data-parallel training over NCCL (--gpus N, or a launcher's ranks).
  *
- * One process drives N GPUs. GPU g holds a full replica: a Trainer (driver/trainer.cuh) created
- * on device g, with the resident training set, the parameters, the velocity and the
- * activations of one slice of every global batch. A global batch of B images is cut into
- * N slices of B / N (the last, short batch as evenly as it goes: a GPU may get none), and
- * each GPU runs the fused step of part1_fused/04_fused_steps.cuh on its slice, with three changes:
+ * N GPUs, each with a full replica: a Trainer (driver/trainer.cuh) created on its device,
+ * with the resident training set, the parameters, the velocity and the activations of one
+ * slice of every global batch. One process may drive all N (--gpus N), or each of N
+ * processes its own (a launcher's ranks, 00_ranks.cuh): the code below loops over the
+ * replicas of this process (DpComm's `local`), and replica g is number rank + g of the N.
+ * A global batch of B images is cut into N slices of B / N (the last, short batch as evenly
+ * as it goes: a GPU may get none), and each GPU runs the fused step of
+ * part1_fused/04_fused_steps.cuh on its slice, with three changes:
  *
  *   - the backward pass accumulates into a gradient buffer of the replica's own (the fused
  *     step adds its gradient straight into the velocity, which an all-reduce could not
@@ -43,17 +46,17 @@
  *   [wait] <------------------------------ [reduced]
  *   update_and_gather
  *
- * Each all-reduce is one ncclAllReduce per GPU inside ncclGroupStart/End (one thread
- * drives every GPU). The steps are not captured in CUDA graphs: NCCL advises against graph
- * capture when one thread manages several GPUs (cudaGraphLaunch may block), so the host
- * issues every launch, as for the trainer `fused`.
+ * Each all-reduce is one ncclAllReduce per local GPU inside ncclGroupStart/End. The steps
+ * are not captured in CUDA graphs: NCCL advises against graph capture when one thread
+ * manages several GPUs (cudaGraphLaunch may block), so the host issues every launch, as for
+ * the trainer `fused`.
  *
  * The kernels of a step read the batch position from each replica's device cursor, as in
  * the fused step: each replica's `order` holds the epoch's order cut into its slices, step
  * after step, so its cursor, loss slots and next-slice gather work unchanged.
  *
- * This file: the replicas and one step; part3_data_parallel/04_dp_epochs.cuh: an epoch, the test
- * pass, the replicas compared, --train --gpus N. */
+ * This file: the replicas and one step; part3_data_parallel/04_dp_epochs.cuh: an epoch, the
+ * test pass, the replicas compared, --train. */
 #ifndef CH07_DATA_PARALLEL_CUH
 #define CH07_DATA_PARALLEL_CUH
 
@@ -69,32 +72,54 @@
 
 static int dp_buckets(void) { return FLAGS.buckets < 0 ? DP_DEFAULT_BUCKETS : FLAGS.buckets; }
 
-/* --gpus N with what it cannot go with: a reason and exit 2, before any GPU work. */
+/* Whether this run is data parallel: --gpus N, or a launcher's world (00_ranks.cuh). */
+static int dp_active(void) { return FLAGS.gpus > 0 || DP_WORLD.ranks; }
+
+/* GPUs in all: --gpus N, or the launcher's world size. */
+static int dp_world_gpus(void) { return DP_WORLD.ranks ? DP_WORLD.world : FLAGS.gpus; }
+
+/* The data-parallel flags with what they cannot go with: a reason and exit 2, before any
+ * GPU work (under a launcher, through the hook that tells every rank). */
 static void dp_validate_args(const Options *o)
 {
     const Flags *f = &FLAGS;
-    if (!f->gpus) {
-        if (f->buckets >= 0) cli_fail(&SPEC, "--buckets goes with --gpus");
-        if (f->timeline) cli_fail(&SPEC, "--timeline goes with --bench --gpus");
+    if (!dp_active()) {
+        if (f->buckets >= 0) cli_fail(&SPEC, "--buckets goes with --gpus (or a launcher)");
+        if (f->timeline) cli_fail(&SPEC, "--timeline goes with --bench --gpus (or a launcher)");
+        if (f->symmetric) cli_fail(&SPEC, "--symmetric goes with --gpus (or a launcher)");
+        if (f->rendezvous)
+            cli_fail(&SPEC, "--rendezvous goes with a launcher's RANK and WORLD_SIZE (launch.sh, "
+                            "torchrun, mpirun)");
         return;
     }
+    int n = dp_world_gpus();
+    const char *what = DP_WORLD.ranks ? "the launcher's world" : "--gpus";
+    if (DP_WORLD.ranks && f->gpus)
+        cli_fail(&SPEC,
+                 "--gpus %d runs GPUs in one process; under a launcher (%s=%d) each process is a "
+                 "rank with one GPU: leave --gpus out",
+                 f->gpus, DP_WORLD.env.world_var, DP_WORLD.world);
     if (f->impl || o->kernel)
-        cli_fail(
-            &SPEC,
-            "--gpus %d runs the data-parallel trainer (the fused step on every GPU); --impl and "
-            "--kernel "
-            "pick one-GPU trainers: give one or the other",
-            f->gpus);
-    if (f->train && f->batch % f->gpus)
-        cli_fail(
-            &SPEC,
-            "--batch %d is the global batch, split over --gpus %d: it must be a multiple of %d",
-            f->batch, f->gpus, f->gpus);
+        cli_fail(&SPEC,
+                 "%s runs the data-parallel trainer (the fused step on every GPU); --impl and "
+                 "--kernel pick one-GPU trainers: give one or the other",
+                 DP_WORLD.ranks ? "a launcher's world" : "--gpus");
+    if (f->train && f->batch % n)
+        cli_fail(&SPEC,
+                 "--batch %d is the global batch, split over %s of %d GPUs: it must be a "
+                 "multiple of %d",
+                 f->batch, what, n, n);
     for (int s = 0; o->check && s < o->nsizes; s++)
-        if (o->sizes[s].dim[0] % f->gpus)
-            cli_fail(&SPEC, "-n %lld: the check's global batch must be a multiple of --gpus %d",
-                     o->sizes[s].dim[0], f->gpus);
-    dp_require_gpus(&SPEC, f->gpus);
+        if (o->sizes[s].dim[0] % n)
+            cli_fail(&SPEC, "-n %lld: the check's global batch must be a multiple of %d (%s)",
+                     o->sizes[s].dim[0], n, what);
+#ifndef HAVE_NCCL
+    if (DP_WORLD.ranks) cli_fail(&SPEC, "%s=%d: " DP_NO_NCCL_REASON, DP_WORLD.env.world_var, n);
+#endif
+    if (DP_WORLD.ranks)
+        dp_world_pick_device();
+    else
+        dp_require_gpus(&SPEC, f->gpus);
 }
 
 #ifdef HAVE_NCCL
@@ -162,7 +187,7 @@ typedef struct {
     int first, count, on; /* steps first .. first + count - 1 of an epoch */
     Timeline *tl[DP_MAX_GPUS];
     cudaEvent_t origin[DP_MAX_GPUS];
-    char row[DP_MAX_GPUS][2][24]; /* "gpu0 compute", "gpu0 comm", ... */
+    char row[DP_MAX_GPUS][2][24]; /* "gpu0 compute", "gpu0 comm", ... (by rank) */
 } DpTrace;
 
 /* The all-reduce inside the step, measured on GPU 0 for the first `count` steps of an
@@ -181,11 +206,13 @@ enum { DP_ROW_COMPUTE, DP_ROW_COMM };
 typedef struct {
     const DpComm *c;
     int buckets;            /* 0: one all-reduce after the whole backward pass */
+    int symmetric;          /* the gradients in NCCL's symmetric memory */
     int batch, local_batch; /* the global batch B, and B / N */
     int n_train, hidden, steps;
-    char name[32];                      /* dp_x2, dp_x2_buckets4, ... */
-    Trainer rep[DP_MAX_GPUS];           /* replica g on device g */
-    float *grad[DP_MAX_GPUS];           /* its gradient, in the parameters' layout */
+    char name[40];                      /* dp_x2, dp_x2_buckets4, dp_x2_buckets2_sym, ... */
+    Trainer rep[DP_MAX_GPUS];           /* local replica g, on device c->dev[g] */
+    DpBuffers grads;                    /* their gradients: plain or symmetric memory */
+    float *grad[DP_MAX_GPUS];           /* local replica g's, in the parameters' layout */
     int *h_slices[DP_MAX_GPUS];         /* pinned: the epoch's order cut into its slices */
     int n_local[DP_MAX_GPUS];           /* rows replica g trains on in an epoch */
     int bucket_row[DP_MAX_BUCKETS + 1]; /* bucket k: dW1 rows bucket_row[k] .. bucket_row[k + 1] */
@@ -199,34 +226,37 @@ typedef struct {
 /* One hand-over event a bucket, or one for the whole gradient without buckets. */
 static int dp_ready_events(const DataParallel *dp) { return dp->buckets > 0 ? dp->buckets : 1; }
 
-/* GPU g's slice of global batch s (part3_data_parallel/01_batch_split.h). */
+/* Local replica g's slice of global batch s (part3_data_parallel/01_batch_split.h): the
+ * slice of replica rank + g of the world's. */
 static DpSlice dp_slice(const DataParallel *dp, int s, int g)
 {
-    return dp_slice_of(dp->n_train, dp->batch, dp->c->gpus, s, g);
+    return dp_slice_of(dp->n_train, dp->batch, dp->c->world, s, dp->c->rank + g);
 }
 
-/* N replicas of a 784-hidden-10 MLP for global batch `batch` (a multiple of N), each with
- * the whole training set (the first n_train images), GPU 0 with the test set too. */
-static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train, int n_train,
-                      const IdxDataset *test, int hidden, int batch, float mean, float std,
-                      unsigned long long seed, int buckets)
+/* The replicas of this process of a 784-hidden-10 MLP for global batch `batch` (a multiple
+ * of the world's GPUs), each with the whole training set (the first n_train images), local
+ * replica 0 with the test set too. symmetric: the gradients in NCCL's symmetric memory;
+ * returns -1 (nothing created, the reason in why) if it cannot be had. */
+static int dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train, int n_train,
+                     const IdxDataset *test, int hidden, int batch, float mean, float std,
+                     unsigned long long seed, int buckets, int symmetric, char *why, size_t whylen)
 {
     memset(dp, 0, sizeof *dp);
     dp->c = c;
     dp->buckets = buckets;
+    dp->symmetric = symmetric;
     dp->batch = batch;
-    dp->local_batch = batch / c->gpus;
+    dp->local_batch = batch / c->world;
     dp->n_train = n_train;
     dp->hidden = hidden;
     dp->steps = (n_train + batch - 1) / batch;
-    if (buckets)
-        snprintf(dp->name, sizeof dp->name, "dp_x%d_buckets%d", c->gpus, buckets);
-    else
-        snprintf(dp->name, sizeof dp->name, "dp_x%d", c->gpus);
+    int n = snprintf(dp->name, sizeof dp->name, "dp_x%d", c->world);
+    if (buckets) n += snprintf(dp->name + n, sizeof dp->name - n, "_buckets%d", buckets);
+    if (symmetric) snprintf(dp->name + n, sizeof dp->name - n, "_sym");
     dp_bucket_rows(buckets, dp->bucket_row);
     MlpLayout l = mlp_layout(IDX_PIXELS, hidden);
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         size_t free_b, total_b;
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         double need =
@@ -235,42 +265,60 @@ static void dp_create(DataParallel *dp, const DpComm *c, const IdxDataset *train
         if (need > 0.95 * (double)free_b)
             cli_fail(&SPEC,
                      "a replica needs %.2f GB of GPU memory but GPU %d has only %.2f GB free",
-                     need / 1e9, g, free_b / 1e9);
+                     need / 1e9, c->dev[g], free_b / 1e9);
+    }
+    if (dp_buffers_alloc(&dp->grads, c, l.total * sizeof(float), symmetric, why, whylen)) return -1;
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         trainer_create(&dp->rep[g], &DP_REPLICA, train, n_train, g == 0 ? test : NULL, hidden,
                        dp->local_batch, mean, std, seed);
-        dp->grad[g] = (float *)dalloc(l.total * sizeof(float));
-        CUDA_CHECK(cudaMemset(dp->grad[g], 0, l.total * sizeof(float)));
+        dp->grad[g] = dp->grads.ptr[g];
         CUDA_CHECK(cudaMallocHost(&dp->h_slices[g], (size_t)n_train * sizeof(int)));
         for (int k = 0; k < dp_ready_events(dp); k++)
             CUDA_CHECK(cudaEventCreateWithFlags(&dp->ready[g][k], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[g], cudaEventDisableTiming));
-        dp->n_local[g] = dp_cut_order(NULL, n_train, batch, c->gpus, g, NULL);
+        dp->n_local[g] = dp_cut_order(NULL, n_train, batch, c->world, c->rank + g, NULL);
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
+    return 0;
+}
+
+/* dp_create where symmetric memory is not optional (--train, --check --symmetric): a
+ * reason and exit 2 on every rank if it cannot be had. */
+static void dp_create_or_fail(DataParallel *dp, const DpComm *c, const IdxDataset *train,
+                              int n_train, const IdxDataset *test, int hidden, int batch,
+                              float mean, float std, unsigned long long seed, int buckets,
+                              int symmetric)
+{
+    char why[600];
+    if (dp_create(dp, c, train, n_train, test, hidden, batch, mean, std, seed, buckets, symmetric,
+                  why, sizeof why))
+        cli_fail(&SPEC, "--symmetric: %s", why);
 }
 
 /* The same parameters on every replica, zero velocity and gradient. */
 static void dp_set_params(DataParallel *dp, const float *params, float lr, float mu)
 {
-    for (int g = 0; g < dp->c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    for (int g = 0; g < dp->c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->c->dev[g]));
         trainer_set_params(&dp->rep[g], params, lr, mu);
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(dp->c->dev[0]));
 }
 
 static void dp_destroy(DataParallel *dp)
 {
-    for (int g = 0; g < dp->c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
-        CUDA_CHECK(cudaDeviceSynchronize());
+    const DpComm *c = dp->c;
+    dp_wait_idle(c);
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         trainer_destroy(&dp->rep[g]);
-        CUDA_CHECK(cudaFree(dp->grad[g]));
         CUDA_CHECK(cudaFreeHost(dp->h_slices[g]));
         for (int k = 0; k < dp_ready_events(dp); k++) CUDA_CHECK(cudaEventDestroy(dp->ready[g][k]));
         CUDA_CHECK(cudaEventDestroy(dp->reduced[g]));
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    dp_buffers_free(&dp->grads, c);
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
     memset(dp, 0, sizeof *dp);
 }
 
@@ -341,14 +389,15 @@ static void dp_hand_over(DataParallel *dp, int g, int k)
 static void dp_allreduce(DataParallel *dp, size_t offset, size_t count, const char *op_name,
                          int chunk)
 {
+    const DpComm *c = dp->c;
     int op[DP_MAX_GPUS];
-    for (int g = 0; g < dp->c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         op[g] = dp_op_begin(dp, g, DP_ROW_COMM, op_name, chunk);
     }
-    dp_allreduce_group(dp->c, dp->grad, offset, count);
-    for (int g = 0; g < dp->c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    dp_allreduce_group(c, (void *const *)dp->grad, offset, count, ncclFloat);
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         dp_op_end(dp, g, DP_ROW_COMM, op[g]);
     }
 }
@@ -366,23 +415,24 @@ static void dp_launch_update(DataParallel *dp, int g, float lr, float mu)
     CHECK_LAUNCH();
 }
 
-/* Probe event `which` of step s, on GPU 0 (the current device), when steps are measured. */
+/* Probe event `which` of step s, on local GPU 0 (the current device), when steps are
+ * measured. */
 static void dp_probe(const DataParallel *dp, int s, int which, cudaStream_t stream)
 {
     if (dp->probe && s < dp->probe->count)
         CUDA_CHECK(cudaEventRecord(dp->probe->ev[which][s], stream));
 }
 
-/* Step s of the epoch on every GPU: launches, hand-overs and all-reduces in the order of
- * the diagram at the top, issued GPU after GPU. */
+/* Step s of the epoch on every local GPU: launches, hand-overs and all-reduces in the order
+ * of the diagram at the top, issued GPU after GPU. */
 static void dp_step(DataParallel *dp, int s, float lr, float mu)
 {
     const DpComm *c = dp->c;
     const MlpLayout *l = &dp->rep[0].l;
     int K = dp->buckets, H = dp->hidden;
     float inv_batch = 1.0f / (float)dp_batch_rows(dp->n_train, dp->batch, s);
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         int rows = dp_slice(dp, s, g).rows;
         if (rows > 0) {
             dp_forward_backward(dp, g, rows, inv_batch);
@@ -398,8 +448,8 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
     } else {
         for (int k = 0; k < K; k++) {
             int r0 = dp->bucket_row[k], r1 = dp->bucket_row[k + 1];
-            for (int g = 0; g < c->gpus; g++) {
-                CUDA_CHECK(cudaSetDevice(g));
+            for (int g = 0; g < c->local; g++) {
+                CUDA_CHECK(cudaSetDevice(c->dev[g]));
                 int rows = dp_slice(dp, s, g).rows;
                 if (rows > 0) dp_dw1_rows(dp, g, rows, r0, r1, k);
                 if (g == 0 && k == K - 1) dp_probe(dp, s, DP_GRAD_DONE, cudaStreamPerThread);
@@ -411,8 +461,8 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
             dp_allreduce(dp, first, end - first, "allreduce", k); /* the last: with b1, W2, b2 */
         }
     }
-    for (int g = 0; g < c->gpus; g++) {
-        CUDA_CHECK(cudaSetDevice(g));
+    for (int g = 0; g < c->local; g++) {
+        CUDA_CHECK(cudaSetDevice(c->dev[g]));
         if (g == 0) dp_probe(dp, s, DP_AR_END, c->stream[0]);
         CUDA_CHECK(cudaEventRecord(dp->reduced[g], c->stream[g]));
         CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, dp->reduced[g], 0));
@@ -420,7 +470,7 @@ static void dp_step(DataParallel *dp, int s, float lr, float mu)
         dp_launch_update(dp, g, lr, mu);
         dp_op_end(dp, g, DP_ROW_COMPUTE, op);
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(c->dev[0]));
 }
 
 #endif /* HAVE_NCCL */

@@ -6,7 +6,7 @@ for src in "$ROOT"/tests/host/*.c; do
     [ -e "$src" ] || continue
     name=$(basename "$src" .c)
     exe="$ROOT/tests/build/$name"
-    if ! out=$(gcc -std=c11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -I"$ROOT" -o "$exe" "$src" -lm -lz 2>&1); then
+    if ! out=$(gcc -std=c11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -pthread -I"$ROOT" -o "$exe" "$src" -lm -lz 2>&1); then
         echo "FAIL compile $name"; printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'; continue
     fi
     (cd "$ROOT/tests/build" && "$exe")

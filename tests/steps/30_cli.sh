@@ -48,6 +48,34 @@ for ch in $CHAPTERS; do
     done < "$bad_args"
 done
 
+# NN_topic/tests/bad_env.txt: bad environments, "VAR=value ... | arguments" a line (chapter
+# 07: a launcher's variables); each must exit 2 with a reason and the usage.
+for ch in $CHAPTERS; do
+    bad_env=$(chapter_test_file "$ch" bad_env.txt)
+    [ -f "$bad_env" ] || continue
+    bin=$(chapter_bin "$ch")
+    while IFS= read -r line; do
+        case "$line" in ''|'#'*) continue ;; esac
+        vars=${line%%|*} args=${line#*|}
+        # shellcheck disable=SC2086
+        expect_usage_error "$(basename "$bin") $line" env $vars "$bin" $args
+    done < "$bad_env"
+done
+
+# Chapter 07's ranks through its launcher: two ranks with the same bad argument both exit 2,
+# each naming it, and neither waits for the other (no GPU needed: it fails before one).
+launch="$ROOT/07_mnist_mlp/part3_data_parallel/launch.sh"
+if [ -f "$launch" ] && [ -x "$ROOT/07_mnist_mlp/mnist_mlp" ]; then
+    out=$(timeout 60 bash "$launch" 2 "$ROOT/07_mnist_mlp/mnist_mlp" --bogus --timeout 20 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && printf '%s' "$out" | grep -q "^\[rank 0\] mnist_mlp: rank 0: unknown argument '--bogus'" &&
+        printf '%s' "$out" | grep -q "^\[rank 1\] mnist_mlp: rank 1: unknown argument '--bogus'" &&
+        printf '%s' "$out" | grep -q "exit status, rank 0 2, rank 1 2"; then
+        echo "PASS launch.sh 2 mnist_mlp --bogus: both ranks exit 2, each with the reason"
+    else
+        echo "FAIL launch.sh 2 mnist_mlp --bogus (exit $rc)"; printf '%s\n' "$out" | tail -n 12 | sed 's/^/    /'
+    fi
+fi
+
 # chapter_tool_cases NAME CASE...: chapter 07's tool NAME (a second binary, in its tools/
 # folder) answers the common cases and refuses each CASE (its own arguments, one string each).
 chapter_tool_cases() {
