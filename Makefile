@@ -9,6 +9,21 @@ PYTHON := $(shell python3 -c 'import matplotlib' 2>/dev/null && echo python3 || 
 
 .PHONY: all test bench plots tables sanitize data clean help venv $(CHAPTERS)
 
+# make bench and make sanitize need a GPU: where there is none, they say why (one line,
+# from tests/gpu_here.sh) before building anything.
+GPU_GOALS := $(filter bench sanitize,$(MAKECMDGOALS))
+ifneq ($(GPU_GOALS),)
+  NO_GPU := $(shell bash tests/gpu_here.sh)
+  ifneq ($(NO_GPU),)
+    $(error make $(firstword $(GPU_GOALS)) needs an NVIDIA GPU: $(NO_GPU))
+  endif
+  ifneq ($(filter sanitize,$(GPU_GOALS)),)
+    ifeq ($(shell command -v compute-sanitizer),)
+      $(error make sanitize needs compute-sanitizer (CUDA toolkit's bin/), not on the PATH)
+    endif
+  endif
+endif
+
 all: $(CHAPTERS)
 
 $(CHAPTERS):
@@ -18,7 +33,6 @@ test:
 	bash tests/run_tests.sh
 
 bench: all
-	@test -n "$(GPU_NAME)" || { echo "make bench needs an NVIDIA GPU (nvidia-smi found none)" >&2; exit 1; }
 	@# MNIST into data/mnist, verified (a no-op when the files are there and match); if it
 	@# cannot be had, chapter 07 trains on Fashion-MNIST where that is installed.
 	@$(MAKE) --no-print-directory data || echo "make bench: no verified MNIST (above: why);" \

@@ -22,6 +22,12 @@
 #define CLI_MAX_SIZES 32
 #define CLI_MAX_DIMS 3
 
+/* Exit status of a binary that cannot run on this machine: no CUDA driver, no GPU, or a
+ * driver older than the CUDA runtime it was built with (common/cuda_utils.cuh's
+ * require_gpu). Neither 1 (a check failed) nor 2 (bad input): 77, which test drivers read
+ * as "skipped" (tests/steps/40_gpu.sh does). */
+#define EXIT_NO_GPU 77
+
 typedef struct {
     long long dim[CLI_MAX_DIMS]; /* unused trailing dims are 0 */
     int ndims;
@@ -73,6 +79,10 @@ static inline void cli_print_usage(FILE *f, const ProgramSpec *spec)
                "  --seed N         seed of the random inputs (default 1234)\n"
                "  --help           this text\n");
     if (spec->extra_usage) fprintf(f, "%s", spec->extra_usage);
+    fprintf(f,
+            "exit status: 0 all went well, 1 a check failed (or a CUDA error), 2 bad input,\n"
+            "  %d no usable GPU here (no CUDA driver, no GPU, or a driver older than this build)\n",
+            EXIT_NO_GPU);
 }
 
 /* What a usage error does, for a program that runs as one of several processes (chapter

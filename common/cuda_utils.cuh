@@ -43,17 +43,51 @@ typedef struct {
     size_t free_bytes, total_bytes;
 } DeviceInfo;
 
-/* Fills info for the current device; exits 1 with a clear message if there is no GPU.
+/* CUDA version numbers as the runtime gives them (12040) in the form people read (12.4). */
+static inline void cuda_version_str(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
+/* Returns if this machine can run CUDA code; else says why in one line and exits
+ * EXIT_NO_GPU (cli.h). Three cases told apart: no driver at all (libcuda.so.1 missing: the
+ * runtime reports cudaErrorInsufficientDriver, and cudaDriverGetVersion gives 0), a driver
+ * older than the runtime this binary was built with, and a driver that finds no GPU. */
+static inline void require_gpu(void)
+{
+    int count = 0, driver = 0, runtime = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) return;
+    char drv[16], rt[16];
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    cuda_version_str(driver, drv, sizeof drv);
+    cuda_version_str(runtime, rt, sizeof rt);
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (driver == 0)
+        fprintf(stderr, "no CUDA driver on this machine (libcuda.so.1 not found): running the "
+                        "kernels needs an NVIDIA GPU and its driver\n");
+    else if (err != cudaSuccess && driver < runtime)
+        fprintf(stderr,
+                "the NVIDIA driver is too old for this build: it supports CUDA %s, this "
+                "binary was built with CUDA %s (%s)\n",
+                drv, rt, cudaGetErrorString(err));
+    else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0))
+        fprintf(stderr, "no CUDA GPU: the NVIDIA driver (CUDA %s) finds none%s%s%s\n", drv,
+                visible ? " (CUDA_VISIBLE_DEVICES=" : "", visible ? visible : "",
+                visible ? ")" : "");
+    else
+        fprintf(stderr, "no usable CUDA GPU: %s (driver CUDA %s, runtime %s)\n",
+                cudaGetErrorString(err), drv, rt);
+    exit(EXIT_NO_GPU);
+}
+
+/* Fills info for the current device; first require_gpu: exits EXIT_NO_GPU with the reason
+ * where this machine cannot run CUDA code.
  * Uses cudaDeviceGetAttribute: CUDA 13 removed cudaDeviceProp's clock-rate fields. */
 static inline void get_device_info(DeviceInfo *info)
 {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess || count == 0) {
-        fprintf(stderr, "no CUDA GPU available (%s)\n",
-                err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
-        exit(1);
-    }
+    require_gpu();
     int dev = 0, mem_khz = 0, bus_bits = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     cudaDeviceProp prop;

@@ -10,9 +10,20 @@ chapter_test_file() {
     if [ -f "$ROOT/$1/tests/$2" ]; then echo "$ROOT/$1/tests/$2"; else echo "$ROOT/$1/$2"; fi
 }
 
-# 0 if this machine has a usable CUDA GPU.
+# 0 if this machine has a usable CUDA GPU (tests/gpu_here.sh); else 1, and NO_GPU says why
+# in one line. Asked once per script.
 have_gpu() {
-    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
+    if [ -z "${GPU_ASKED:-}" ]; then
+        NO_GPU=$(bash "$ROOT/tests/gpu_here.sh")
+        GPU_ASKED=1
+    fi
+    [ -z "$NO_GPU" ]
+}
+
+# log_only: copies its input into the step's log without showing it on the screen (the
+# lines get the "@log " mark that tests/run_tests.sh strips; run alone, a step shows them).
+log_only() {
+    if [ -n "${TEST_DRIVER:-}" ]; then sed 's/^/@log /'; else cat; fi
 }
 
 # run_expect NAME EXPECTED_RC CMD...: PASS if CMD exits EXPECTED_RC, else FAIL with its output.

