@@ -3,7 +3,7 @@
  * cost of a launch and the padding copy's share of the DRAM peak.
  * Written by records/tc_calibrate.py (run it again on a new sweep rather than editing the
  * numbers by hand) from the tensor-core rows of
- *     NVIDIA H100 80GB HBM3 in NVIDIA_H100_80GB_HBM3.csv
+ *     NVIDIA H100 80GB HBM3 in records/runs/tc_sweep_all_H100.csv
  * (matmul_tiled --bench --sweep-tc-all --csv FILE). */
 #ifndef CH05_TENSOR_CORES_BEST_PARAMS_H
 #define CH05_TENSOR_CORES_BEST_PARAMS_H
@@ -12,30 +12,30 @@
 
 static const TcParams TC_PARAMS_BF16 = {
     {
-        {0.5184, 9.115},  /* wgmma: 7 shapes */
-        {0.6838, 13.019}, /* wgmma_ws: 7 shapes */
-        {0.5184, 9.115},  /* wgmma_ws_128x128: not measured: wgmma's */
-        {0.7056, 13.101}, /* wgmma_persistent: 7 shapes */
-        {0.7299, 14.476}, /* wgmma_cluster: 7 shapes */
-        {0.4307, 4.806},  /* wgmma_splitk: 7 shapes */
-        {0.3494, 13.169}, /* mma_pipeline: 7 shapes */
+        {0.5461, 8.216},  /* wgmma: 51 shapes */
+        {0.7580, 11.292}, /* wgmma_ws: 51 shapes */
+        {0.6218, 8.822},  /* wgmma_ws_128x128: 51 shapes */
+        {0.7532, 11.236}, /* wgmma_persistent: 51 shapes */
+        {0.7590, 12.328}, /* wgmma_cluster: 51 shapes */
+        {0.3302, 4.401},  /* wgmma_splitk: 51 shapes */
+        {0.2582, 10.278}, /* mma_pipeline: 93 shapes */
     },
-    1.50,  /* launch_us */
-    0.600, /* copy_share */
+    1.00,  /* launch_us */
+    0.862, /* copy_share */
 };
 
 static const TcParams TC_PARAMS_TF32 = {
     {
-        {0.6026, 9.070},  /* wgmma: 7 shapes */
-        {0.7255, 11.695}, /* wgmma_ws: 7 shapes */
-        {0.6026, 9.070},  /* wgmma_ws_128x128: not measured: wgmma's */
-        {0.7713, 13.089}, /* wgmma_persistent: 7 shapes */
-        {0.7971, 13.438}, /* wgmma_cluster: 7 shapes */
-        {0.4266, 3.887},  /* wgmma_splitk: 7 shapes */
-        {0.3691, 12.551}, /* mma_pipeline: 7 shapes */
+        {0.5564, 8.291},  /* wgmma: 51 shapes */
+        {0.7845, 11.037}, /* wgmma_ws: 51 shapes */
+        {0.6363, 8.674},  /* wgmma_ws_128x128: 51 shapes */
+        {0.7775, 10.974}, /* wgmma_persistent: 51 shapes */
+        {0.7886, 12.023}, /* wgmma_cluster: 51 shapes */
+        {0.3262, 4.140},  /* wgmma_splitk: 51 shapes */
+        {0.2844, 10.128}, /* mma_pipeline: 89 shapes */
     },
-    2.00,  /* launch_us */
-    0.600, /* copy_share */
+    1.00,  /* launch_us */
+    0.922, /* copy_share */
 };
 
 #endif

@@ -44,9 +44,13 @@ struct MlpTf32Truncated {
 
 /* In CheckTolerances' order (loss, z1, dz2, v(W1) and v(b1), v(W2) and v(b2), parameters): a
  * product biased by up to 2^-9 (2e-3) moves z1 by up to that much normwise, and the loss and
- * dz2 through z2 by as much; twice that for room. v(W1) and v(b1) keep TC_TOLERANCES' room for
- * ReLU flips on top; the parameters move by lr v, a small part of each weight. */
-static const CheckTolerances EX2_TOLERANCES = {4e-3, 4e-3, 4e-3, 1e-2, 4e-3, 1e-3};
+ * dz2 through z2 by as much; twice that for room. v(W1) and v(b1) take the ReLU flips that the
+ * bias causes: every unit whose z1 lies within the bias of the kink may flip, and in the check's
+ * last batch of 16 rows one flipped unit is a sixteenth of its column of dW1 (an H100 measured
+ * 1.9e-2 there, where 1e-2 was allowed at first); 4e-2 takes that, while an error of a whole row
+ * of x in that batch (about 1/16 of the norm spread over the columns it touches, larger where it
+ * lands) mostly shows. The parameters move by lr v, a small part of each weight. */
+static const CheckTolerances EX2_TOLERANCES = {4e-3, 4e-3, 4e-3, 4e-2, 4e-3, 1e-3};
 
 static const StepStages EX2_STAGES = {TC_LAUNCHES, FUSED_STAGE_NAMES, tc_stage<MlpTf32Truncated>,
                                       NULL};
