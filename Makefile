@@ -67,8 +67,8 @@ clean:
 	rm -rf tests/build
 
 help:
-	@echo "make            build every chapter (ARCH=sm_90 to pick the GPU target)"
-	@echo "make test       build, host tests, GPU checks (skipped without a GPU)"
+	@echo "make            build every chapter for this GPU (none: sm_80 to sm_90a and PTX; ARCH=sm_90 picks one)"
+	@echo "make test       build, host tests, GPU checks (skipped without a GPU; the last line says how many)"
 	@echo "make bench      time every chapter on this GPU, write plots/results/<GPU>.csv, draw plots"
 	@echo "make plots      draw plots/<chapter>.png from plots/results/*.csv"
 	@echo "make tables     write the lessons' results tables from plots/results/*.csv"

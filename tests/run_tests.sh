@@ -13,17 +13,31 @@ set -u
 cd "$(dirname "$0")/.."
 export ROOT="$PWD" TEST_DRIVER=1
 mkdir -p tests/build
+# screen LOG: reads a step's output line by line (as it comes: awk may wait for a block),
+# writes all of it to LOG (the "@log " marks removed) and the screen's part to stdout.
+screen() {
+    local line failing=0
+    exec 4> "$1"
+    while IFS= read -r line; do
+        if [[ $line == "@log "* ]]; then printf '%s\n' "${line#@log }" >&4; continue; fi
+        printf '%s\n' "$line" >&4
+        case $line in
+            "FAIL "*) failing=1 ;;
+            "PASS "* | "SKIP "*) failing=0 ;;
+            "... "*) ;;
+            *) [ "$failing" = 1 ] || [[ $line =~ :\ line\ [0-9]+:\  ]] || continue ;;
+        esac
+        printf '%s\n' "$line"
+    done
+    exec 4>&-
+}
+
 passed=0 failed=0 skipped=0
 for step in tests/steps/*.sh; do
     name=$(basename "$step" .sh)
     log="tests/build/$name.log"
     echo "== $name"
-    bash "$step" 2>&1 | awk -v logfile="$log" '
-        /^@log / { print substr($0, 6) > logfile; fflush(logfile); next }
-        { print > logfile; fflush(logfile) }
-        /^FAIL / { failing = 1; print; fflush(); next }
-        /^(PASS|SKIP) / { failing = 0; print; fflush(); next }
-        /^\.\.\. / || failing || /: line [0-9]+: / { print; fflush() }'
+    bash "$step" 2>&1 | screen "$log"
     rc=${PIPESTATUS[0]}
     p=$(grep -c '^PASS ' "$log"); f=$(grep -c '^FAIL ' "$log"); s=$(grep -c '^SKIP ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then

@@ -12,7 +12,11 @@
 source "$ROOT/tests/lib.sh"
 jobs=$(nproc 2>/dev/null || echo 2)
 mode=""
-if [ -z "${ARCH+set}" ] && ! have_gpu; then
+if [ -n "${ARCH+set}" ]; then
+    echo "... building for ARCH=$ARCH"
+elif have_gpu; then
+    echo "... building for this machine's GPU (nvidia-smi says which)"
+else
     mode="ARCH=sm_90"
     echo "... no GPU and no ARCH: building sm_90a, and main.cu's PTX for" \
         "$(sed -n 's/^PTX_ARCHS ?= //p' "$ROOT/common.mk") (\`make\` builds every target in full)"
