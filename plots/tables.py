@@ -42,6 +42,8 @@ Options (key=value, separated by spaces; a value may be a comma-separated list):
   pivot=kernel              (table) one row a size, one column per kernel and GPU, showing
                             the one field in cols
   titles=a,b,...            (table) replace the label columns' headings
+  minwork=N                 the rows whose size, as a product of its dimensions (MxNxK), is at
+                            least N (2^30 may be written as 2^30)
   any column of the source  a filter: the rows whose column is one of the listed values; for
                             kernel (impl), the list also orders the rows. size=* keeps all.
 """
@@ -53,7 +55,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESERVED = {"source", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles"}
+RESERVED = {"source", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles", "minwork"}
 SUFFIX = {"csv": ".csv", "epochs": ".epochs", "stages": ".stages"}
 MARK = re.compile(r"<!-- (table|num): ([^>]*?) -->")
 CLOSE = {"table": "<!-- /table -->", "num": "<!-- /num -->"}
@@ -161,6 +163,8 @@ def select(opts, results):
             r["gpu_short"] = g
         sel = [r for r in rows
                if all(v == ["*"] or r[k] in v for k, v in filters.items())]
+        if "minwork" in opts:
+            sel = [r for r in sel if work_of(r.get("size", "")) >= parse_count(opts["minwork"][0])]
         if key in filters and filters[key] != ["*"]:
             order = {n: i for i, n in enumerate(filters[key])}
             sel.sort(key=lambda r: order[r[key]])  # stable: the file's order within a name
@@ -170,6 +174,24 @@ def select(opts, results):
 
 
 BASE_POOL = {}  # per GPU: the rows of the selection's chapter, where base= is looked up
+
+
+def parse_count(text):
+    """'1073741824' or '2^30'."""
+    if "^" in text:
+        b, e = text.split("^", 1)
+        return int(b) ** int(e)
+    return int(text)
+
+
+def work_of(size):
+    """The product of a size's dimensions ('4096x4096x4096'), 0 if it is not one."""
+    n = 1
+    for d in size.split("x"):
+        if not d.isdigit():
+            return 0
+        n *= int(d)
+    return n
 
 
 def base_for(row, rows, base):
