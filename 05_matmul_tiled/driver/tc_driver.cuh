@@ -300,6 +300,23 @@ template <typename T> struct TcBenchCtx {
     const TcVersion<T> *v;
 };
 
+/* A timing context for shape s: random inputs of type T and C, copied into as many operand
+ * sets as keep the working set past the L2 (operand_sets_alloc). */
+template <typename T>
+static void tc_bench_ctx_init(TcBenchCtx<T> *b, const Options *o, const DeviceInfo *info, Shape s)
+{
+    size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.N * s.K, c_n = (size_t)s.M * s.N;
+    T *A = tc_random<T>(a_n, o->seed), *Bt = tc_random<T>(b_n, o->seed + 1);
+    float *C = (float *)xmalloc(c_n * sizeof(float));
+    fill_uniform(C, c_n, -1.0f, 1.0f, o->seed + 2);
+    b->s = s;
+    operand_sets_alloc(&b->sets, info, A, a_n * sizeof(T), Bt, b_n * sizeof(T), C,
+                       c_n * sizeof(float));
+    free(A);
+    free(Bt);
+    free(C);
+}
+
 template <typename T> static void tc_run_timed(void *p)
 {
     TcBenchCtx<T> *b = (TcBenchCtx<T> *)p;
@@ -314,17 +331,8 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
 {
     char size[48], title[200];
     shape_str(s, size, sizeof size);
-    size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.N * s.K, c_n = (size_t)s.M * s.N;
-    T *A = tc_random<T>(a_n, o->seed), *Bt = tc_random<T>(b_n, o->seed + 1);
-    float *C = (float *)xmalloc(c_n * sizeof(float));
-    fill_uniform(C, c_n, -1.0f, 1.0f, o->seed + 2);
     TcBenchCtx<T> b;
-    b.s = s;
-    operand_sets_alloc(&b.sets, info, A, a_n * sizeof(T), Bt, b_n * sizeof(T), C,
-                       c_n * sizeof(float));
-    free(A);
-    free(Bt);
-    free(C);
+    tc_bench_ctx_init(&b, o, info, s);
     const TcVersion<T> *ceiling = &versions[count - 1];
     const char *no_ceiling =
         tc_version_refusal(ceiling, s, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);

@@ -187,17 +187,8 @@ template <typename T> static void tc_sweep_bench_shape(const Options *o, const D
     }
     char size[48], title[200];
     shape_str(s, size, sizeof size);
-    size_t a_n = (size_t)s.M * s.K, b_n = (size_t)s.N * s.K, c_n = (size_t)s.M * s.N;
-    T *A = tc_random<T>(a_n, o->seed), *Bt = tc_random<T>(b_n, o->seed + 1);
-    float *C = (float *)xmalloc(c_n * sizeof(float));
-    fill_uniform(C, c_n, -1.0f, 1.0f, o->seed + 2);
     TcBenchCtx<T> b;
-    b.s = s;
-    operand_sets_alloc(&b.sets, info, A, a_n * sizeof(T), Bt, b_n * sizeof(T), C,
-                       c_n * sizeof(float));
-    free(A);
-    free(Bt);
-    free(C);
+    tc_bench_ctx_init(&b, o, info, s);
     const TcVersion<T> *ceiling = &table[count - 1];
     b.v = ceiling;
     if (settle) {
