@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Draws the figures of the last two tensor-core parts into this folder
+(python3 make_tc_figures.py; make_figures.py draws the rest of the chapter's).
+
+tensor_cores_any_shape.md:
+  tma_stride.png   rows of a bf16 matrix with K = 4095 in memory: row starts that are not
+                   16-byte aligned, which no tensor map can describe, and the padded copy
+                   with rows of 4096 (the extra column zeros)
+  tc_rounds.png    the tiles of C dealt to 132 SMs, round after round, for 4096 x 4096 and
+                   4097 x 4097 in 128x256 and in 128x128 tiles: the ragged last round and the
+                   edge tiles that hold less than a full tile of C
+tensor_cores_past_cublas.md:
+  pingpong.png     two consumer warpgroups in time: sharing each tile (the persistent
+                   kernel: both reach the epilogue together) and taking turns (ping-pong:
+                   one's epilogue under the other's main loop)
+  e4m3.png         the bits of fp32, bf16, TF32 and e4m3, and every positive e4m3 value on a
+                   log scale: subnormals, 8 values a binade, the largest finite 448
+
+Every number drawn is a format constant, a hardware constant (132 SMs) or a tile size of the
+chapter's code; nothing here is measured.
+"""
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY = ("#2b7bba", "#e67e22", "#27ae60", "#c0392b", "#8e44ad",
+                                          "#7f8c8d")
+LIGHT = {BLUE: "#cfe2f3", ORANGE: "#fbe0c4", GREEN: "#cdeed9", RED: "#f3c6c0",
+         PURPLE: "#e3d1ee", GREY: "#e5e8e8"}
+SMS = 132
+
+
+def save(fig, name):
+    fig.savefig(os.path.join(HERE, name), dpi=130, bbox_inches="tight")
+    plt.close(fig)
+
+
+def box(ax, x, y, w, h, fc="white", ec="black", lw=0.8, text=None, fs=7, color="black",
+        **kw):
+    ax.add_patch(Rectangle((x, y), w, h, fc=fc, ec=ec, lw=lw, **kw))
+    if text is not None:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs, color=color)
+
+
+# ------------------------------------------------------------------ any shape
+
+def tma_stride():
+    """Rows of K = 4095 bf16 (8190 bytes) against the 16-byte grid, and the padded copy."""
+    fig, axes = plt.subplots(2, 1, figsize=(12, 3.6))
+    chunk = 16  # bytes a grid cell
+    for ax, (k, title) in zip(axes, [
+            (4095, "A as it is: K = 4095 bf16, a row is 8190 bytes; row r starts at 8190 r, "
+                   "a multiple of 16 bytes only every 8th row"),
+            (4096, "the padded copy: rows of 4096 (column 4095 zeros), 8192 bytes; every row "
+                   "starts on a 16-byte boundary")]):
+        row_bytes = 2 * k
+        rows = 5
+        width = 18  # 16-byte cells drawn around each row start
+        for r in range(rows):
+            start = r * row_bytes
+            cell0 = start // chunk
+            # where this row starts inside its cell
+            off = (start - (cell0 - 2) * chunk) / chunk
+            aligned = start % 16 == 0
+            col = GREEN if aligned else RED
+            # the previous row's tail, then this row
+            box(ax, 0, rows - 1 - r, off, 0.8, fc=LIGHT[GREY], ec="none")
+            box(ax, off, rows - 1 - r, width - off, 0.8, fc=LIGHT[col], ec="none")
+            ax.plot([off, off], [rows - 1 - r - 0.05, rows - 1 - r + 0.85], color=col, lw=2)
+            ax.text(-0.3, rows - 1 - r + 0.4, f"row {r}: byte {start:,}", ha="right",
+                    va="center", fontsize=7)
+            ax.text(width + 0.3, rows - 1 - r + 0.4,
+                    "16-byte aligned: TMA can start a box here" if aligned else
+                    f"{start % 16} bytes past a 16-byte boundary", fontsize=7, va="center",
+                    color=col)
+        for c in range(width + 1):
+            ax.plot([c, c], [-0.1, rows - 0.1], color=LIGHT[GREY], lw=0.3)
+        ax.set_xlim(-7, width + 12)
+        ax.set_ylim(-0.3, rows + 0.1)
+        ax.axis("off")
+        ax.set_title(title, fontsize=8, loc="left")
+    fig.text(0.01, -0.02, "Each cell is 16 bytes of memory around a row's start (grey: the "
+             "bytes before the row). A tensor map has one row stride for the whole matrix, and "
+             "cuTensorMapEncodeTiled accepts only strides that are multiples of 16 bytes.",
+             fontsize=7)
+    fig.tight_layout()
+    save(fig, "tma_stride.png")
+
+
+def tile_grid(n, bm, bn):
+    """[(is_edge)] of the tiles of an n x n C in bm x bn tiles, row-major."""
+    tm, tn = -(-n // bm), -(-n // bn)
+    out = []
+    for i in range(tm):
+        for j in range(tn):
+            rows = min(bm, n - i * bm)
+            cols = min(bn, n - j * bn)
+            out.append(rows * cols / (bm * bn))
+    return tm, tn, out
+
+
+def tc_rounds():
+    """Tiles dealt to 132 SMs in rounds; time in units of one 128x256 tile's work."""
+    fig, axes = plt.subplots(2, 2, figsize=(12, 5.6), sharey=True)
+    cases = [(4096, 128, 256), (4097, 128, 256), (4096, 128, 128), (4097, 128, 128)]
+    for ax, (n, bm, bn) in zip(axes.T.flat, cases):
+        tm, tn, tiles = tile_grid(n, bm, bn)
+        h = bm * bn / (128 * 256)  # a tile's work, in 128x256 tiles
+        rounds = -(-len(tiles) // SMS)
+        for t, useful in enumerate(tiles):
+            sm, r = t % SMS, t // SMS
+            full = useful == 1.0
+            ax.add_patch(Rectangle((sm, r * h), 1, h, fc=LIGHT[BLUE] if full else ORANGE,
+                                   ec="white", lw=0.25))
+        last = len(tiles) - (rounds - 1) * SMS
+        busy = len(tiles) / (rounds * SMS)
+        useful = n * n / (len(tiles) * bm * bn)
+        ax.set_title(f"{n} x {n} in {bm}x{bn} tiles: {tm} x {tn} = {len(tiles)} tiles, "
+                     f"{rounds} rounds (the last {last} of {SMS})\nSM time busy "
+                     f"{100 * busy:.1f}%, of which C {100 * useful:.1f}%: "
+                     f"{100 * busy * useful:.1f}% useful; {rounds * h:g} tile-times of "
+                     f"128x256", fontsize=7.5, loc="left")
+        ax.set_xlim(0, SMS)
+        ax.set_ylim(0, 5.2)
+        ax.tick_params(labelsize=7)
+    for ax in axes[1]:
+        ax.set_xlabel("SM (tiles dealt in order, a block per tile)", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("time, in 128x256 tiles' work", fontsize=7)
+    fig.text(0.01, -0.02, "Light blue: a full tile. Orange: an edge tile; at 4097 the last "
+             "column of tiles holds 1 column of C (of 128 or 256) and the last row 1 row of "
+             "128, but each costs a whole tile.\nA 128x128 tile is half the work, so its ragged "
+             "last round costs half as much.", fontsize=7)
+    fig.tight_layout()
+    save(fig, "tc_rounds.png")
+
+
+# ------------------------------------------------------------------ past cuBLAS
+
+def pingpong():
+    fig, axes = plt.subplots(2, 1, figsize=(12, 4.4), sharex=True)
+    M, E = 4.0, 1.2  # a 128x256 tile's main loop, and an epilogue, in drawing units
+    # the persistent kernel: both consumers on one tile, then both store it
+    ax = axes[0]
+    t = 0.0
+    for i in range(3):
+        for y in (1.2, 0.2):
+            box(ax, t, y, M, 0.7, fc=LIGHT[BLUE], ec=BLUE, text=f"tile {i}: main loop, "
+                "rows " + ("0-63" if y > 1 else "64-127"), fs=6.5)
+            box(ax, t + M, y, E, 0.7, fc=LIGHT[ORANGE], ec=ORANGE, text="epilogue", fs=6.5)
+        box(ax, t + M, -0.45, E, 0.35, fc=LIGHT[RED], ec="none", text="tensor cores idle",
+            fs=6)
+        t += M + E
+    for y, name in [(1.55, "consumer 1"), (0.55, "consumer 2")]:
+        ax.text(-0.2, y, name, ha="right", va="center", fontsize=7)
+    ax.set_title("wgmma_persistent: two consumer warpgroups share each 128x256 tile and reach "
+                 "its epilogue together (the producer keeps loading the next tile's slices)",
+                 fontsize=8, loc="left")
+    ax.set_ylim(-0.6, 2.1)
+    ax.axis("off")
+    # ping-pong: 128x128 tiles, each by one consumer, in turn; a 128x128 tile is half a
+    # 128x256 one, and while one warpgroup multiplies it has the SM's tensor cores alone
+    ax = axes[1]
+    m = M / 2
+    starts = [i * m for i in range(6)]
+    for i, s in enumerate(starts):
+        y = 1.2 if i % 2 == 0 else 0.2
+        box(ax, s, y, m, 0.7, fc=LIGHT[GREEN], ec=GREEN, text=f"tile {i}: main loop", fs=6.5)
+        box(ax, s + m, y, E, 0.7, fc=LIGHT[ORANGE], ec=ORANGE, text="epilogue", fs=6.5)
+        if i > 0:
+            ax.annotate("", xy=(s, y + 0.35), xytext=(s, (0.2 if y > 1 else 1.2) + 0.35),
+                        arrowprops=dict(arrowstyle="-|>", color=PURPLE, lw=0.9))
+    ax.text(starts[1] + 0.1, 2.0, "the turn barrier (arrows): tile i's first wait comes only "
+            "after the other warpgroup's last wait on tile i - 1", fontsize=6.5, color=PURPLE)
+    ax.text(6 * m + E + 0.3, 1.0, "the plan: the same\nwork, sooner, no idle\ntensor cores",
+            fontsize=7, va="center")
+    for y, name in [(1.55, "consumer 1"), (0.55, "consumer 2")]:
+        ax.text(-0.2, y, name, ha="right", va="center", fontsize=7)
+    ax.set_title("wgmma_pingpong: each warpgroup computes a whole 128x128 tile, the two take "
+                 "turns; one's epilogue runs under the other's main loop (the prediction: the "
+                 "measurement disagreed)", fontsize=8, loc="left")
+    ax.set_ylim(-0.6, 2.3)
+    ax.set_xlim(-2.2, 3 * (M + E) + 2.5)
+    ax.axis("off")
+    fig.text(0.01, -0.03, "Per k-slice (64 bf16 of K) a 128x256 tile loads 48 KB from L2 for "
+             "2M multiply-adds, a 128x128 tile 32 KB for 1M: a third more L2 traffic for the "
+             "same work.\nPer k-step a consumer's m64n256k16 reads 2 KB of A and 8 KB of B from "
+             "shared memory; ping-pong's two m64n128k16 read 2 KB of A each and the same 4 KB of "
+             "B twice: 12 KB for the same 262,144 multiply-adds.", fontsize=7)
+    fig.tight_layout()
+    save(fig, "pingpong.png")
+
+
+def e4m3_values():
+    """Every positive finite e4m3 value (bias 7, no infinities, S.1111.111 is NaN)."""
+    vals = []
+    for e in range(16):
+        for m in range(8):
+            if e == 15 and m == 7:
+                continue  # NaN
+            v = (m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+            if v > 0:
+                vals.append((v, e == 0))
+    return vals
+
+
+def e4m3():
+    fig = plt.figure(figsize=(12, 5.0))
+    ax = fig.add_axes([0.02, 0.45, 0.96, 0.52])
+    formats = [("fp32", 8, 23, "24"), ("TF32 (as the tensor cores read fp32)",
+               8, 10, "11 (the low 13 bits of fp32 ignored)"),
+               ("bf16", 8, 7, "8"), ("e4m3 (FP8)", 4, 3, "4; exponent bias 7")]
+    unit = 0.34
+    for row, (name, ebits, mbits, sig) in enumerate(formats):
+        y = 3 - row
+        x = 0.0
+        ax.text(-0.2, y + 0.2, name, ha="right", va="center", fontsize=8)
+        box(ax, x, y, unit, 0.4, fc=LIGHT[GREY], ec=GREY, text="s", fs=6)
+        x += unit
+        box(ax, x, y, ebits * unit, 0.4, fc=LIGHT[BLUE], ec=BLUE, text=f"exponent {ebits}",
+            fs=6.5)
+        x += ebits * unit
+        box(ax, x, y, mbits * unit, 0.4, fc=LIGHT[GREEN], ec=GREEN, text=f"mantissa {mbits}",
+            fs=6.5)
+        x += mbits * unit
+        ax.text(x + 0.2, y + 0.2, f"{1 + ebits + mbits} bits; significant bits: {sig}",
+                fontsize=7, va="center")
+    ax.set_xlim(-4.5, 14)
+    ax.set_ylim(-0.2, 3.6)
+    ax.axis("off")
+    ax.set_title("Where the bits go", fontsize=9, loc="left")
+    lx = fig.add_axes([0.06, 0.1, 0.9, 0.26])
+    vals = e4m3_values()
+    for v, sub in vals:
+        lx.plot([math.log2(v)] * 2, [0, 1], color=ORANGE if sub else BLUE, lw=0.9)
+    lx.set_xlim(-9.5, 9.2)
+    lx.set_ylim(0, 1.6)
+    lx.set_yticks([])
+    ticks = list(range(-9, 9))
+    lx.set_xticks(ticks)
+    lx.set_xticklabels([f"2^{t}" for t in ticks], fontsize=6.5)
+    lx.annotate("448 = 1.75 x 2^8, the largest\n(S.1111.111 is NaN; no infinities)",
+                xy=(math.log2(448), 1.0), xytext=(5.3, 1.25), fontsize=6.5,
+                arrowprops=dict(arrowstyle="-", color=GREY, lw=0.6))
+    lx.annotate("2^-6, the smallest normal", xy=(-6, 1.0), xytext=(-5.6, 1.3), fontsize=6.5,
+                arrowprops=dict(arrowstyle="-", color=GREY, lw=0.6))
+    lx.annotate("subnormals: 2^-9 .. 7 x 2^-9", xy=(-8, 1.0), xytext=(-9.4, 1.3), fontsize=6.5,
+                color=ORANGE)
+    lx.annotate("the check's inputs: 256 x [-1, 1), up to 256 = 2^8", xy=(8, 1.0),
+                xytext=(0.5, 1.3), fontsize=6.5, color=PURPLE,
+                arrowprops=dict(arrowstyle="-", color=PURPLE, lw=0.6))
+    lx.set_title(f"All {len(vals)} positive finite e4m3 values (log scale): 8 in every binade, "
+                 "so neighbours are up to 12.5% apart and rounding costs up to 6.25%", fontsize=8,
+                 loc="left")
+    save(fig, "e4m3.png")
+
+
+if __name__ == "__main__":
+    tma_stride()
+    tc_rounds()
+    pingpong()
+    e4m3()
