@@ -20,6 +20,7 @@ An inline number:
 
 Options (key=value, separated by spaces; a value may be a comma-separated list):
   source=csv|epochs|stages  which file of each GPU (default csv)
+  file=PATH                 a committed CSV of records (path from the repository root), one GPU
   gpu=H100,H200             the GPUs, by a word of the file's name (default: every GPU,
                             H100 first); a num takes exactly one
   cols=time,value,pct       the fields shown for each GPU (table); field=... (num). Fields:
@@ -55,7 +56,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESERVED = {"source", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles", "minwork"}
+RESERVED = {"source", "file", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles", "minwork"}
 SUFFIX = {"csv": ".csv", "epochs": ".epochs", "stages": ".stages"}
 MARK = re.compile(r"<!-- (table|num): ([^>]*?) -->")
 CLOSE = {"table": "<!-- /table -->", "num": "<!-- /num -->"}
@@ -148,6 +149,13 @@ def select(opts, results):
     if source not in SUFFIX:
         raise Bad(f"source '{source}' is not one of {', '.join(SUFFIX)}")
     files = gpu_files(results, source)
+    if "file" in opts:  # a committed CSV of records beside a chapter, one GPU in it
+        path = os.path.join(ROOT, opts["file"][0])
+        if not os.path.isfile(path):
+            raise Bad(f"no file {opts['file'][0]}")
+        name = (load(path) or [{}])[0].get("gpu", "").replace("NVIDIA ", "")
+        m = re.search(r"([A-Z]\d{2,4}[A-Za-z]*)", name)
+        files = {m.group(1) if m else name: path}
     gpus = opts.get("gpu") or sorted(files)
     key = "kernel" if source == "csv" else "impl"
     out = []
@@ -209,6 +217,8 @@ def render_num(opts, results):
         raise Bad("a num takes exactly one gpu=")
     _, rows = sel[0]
     if not rows:
+        if measured_elsewhere(opts, results):
+            return "not yet measured"
         raise Bad("no row matches")
     base = (opts.get("base") or [None])[0]
     stat = (opts.get("stat") or [None])[0]
@@ -235,6 +245,20 @@ def render_num(opts, results):
     else:
         raise Bad(f"stat '{stat}' is not one of geomean, min, max, mean, count, argmin, argmax")
     return f"{x:.1f}%" if field == "pct" else sig(x, 4)
+
+
+def measured_elsewhere(opts, results):
+    """True when the selection matches rows on another GPU: a run this GPU has not had yet,
+    not a wrong name (which matches nowhere and stays an error)."""
+    if "gpu" not in opts:
+        return False
+    others = {k: v for k, v in opts.items() if k != "gpu"}
+    for g in gpu_files(results, opts.get("source", ["csv"])[0]):
+        if g not in opts["gpu"]:
+            sel, _ = select(dict(others, gpu=[g]), results)
+            if sel[0][1]:
+                return True
+    return False
 
 
 TITLES = {"time": "time", "value": "rate", "pct": "% of ceiling", "speedup": "speedup",
