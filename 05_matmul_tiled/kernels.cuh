@@ -88,6 +88,11 @@
  *                          copied into rows padded to 16 bytes, then tc_wgmma_ws on the copies
  * tensor_cores/11_wgmma_ws_128x128.cuh  tc_wgmma_ws_128x128_{bf16,tf32}: step 6's kernel with
  *                          128x128 tiles (a smaller last round)
+ * tensor_cores/12_wgmma_prefetch.cuh  tc_wgmma_prefetch_bf16: the persistent kernel with C
+ *                          brought into the L2 before the epilogue (driver/tc_driver.cuh)
+ * tensor_cores/13_wgmma_pingpong.cuh  tc_wgmma_pingpong_bf16: two consumer warpgroups on
+ *                          alternate tiles, one's epilogue behind the other's main loop
+ * tensor_cores/14_wgmma_fp8.cuh  tc_wgmma_fp8 and the e4m3 forms of steps 12 and 13
  * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
  *                          round's fill, a fitted efficiency and fixed cost per kernel
  *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)

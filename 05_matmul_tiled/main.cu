@@ -88,7 +88,7 @@ static const TcVersion<float> TC_TF32[] = {
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };
-/* e4m3 (tensor_cores/13_wgmma_fp8.cuh): the persistent kernel and steps 11-12 on FP8 inputs,
+/* e4m3 (tensor_cores/14_wgmma_fp8.cuh): the persistent kernel and steps 12-13 on FP8 inputs,
  * against cuBLASLt's FP8 GEMM. */
 static const TcVersion<e4m3> TC_FP8[] = {
     {"wgmma_fp8", "step", tc_wgmma_fp8, {true}},

@@ -10,9 +10,9 @@
  *   --bench   epoch time of every trainer at each batch size, against PyTorch (--peer)
  *   --train   train one trainer (--impl), printing one line per epoch
  *   --gpus N  the same three for the data-parallel trainer: the fused step on N GPUs,
- *             gradients summed with NCCL's all-reduce (data_parallel.md); or, started by a
- *             launcher (part3_data_parallel/launch.sh, torchrun, mpirun), as one rank of N
- *             processes, one GPU each
+ *             gradients summed with NCCL's all-reduce (part3_data_parallel/README.md);
+ *             or, started by a launcher (part3_data_parallel/launch.sh, torchrun,
+ *             mpirun), as one rank of N processes, one GPU each
  *
  * The chapter's files, one question each (a folder per part, each file numbered by the
  * step of the version table where a reader meets it):

@@ -21,6 +21,7 @@ An inline number:
 Options (key=value, separated by spaces; a value may be a comma-separated list):
   source=csv|epochs|stages  which file of each GPU (default csv)
   file=PATH                 a committed CSV of records (path from the repository root), one GPU
+  pick=N                    (num) the N-th of the rows that match, in the file's order
   gpu=H100,H200             the GPUs, by a word of the file's name (default: every GPU,
                             H100 first); a num takes exactly one
   cols=time,value,pct       the fields shown for each GPU (table); field=... (num). Fields:
@@ -56,7 +57,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESERVED = {"source", "file", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles", "minwork"}
+RESERVED = {"source", "file", "pick", "gpu", "cols", "field", "base", "label", "stat", "pivot", "titles", "minwork"}
 SUFFIX = {"csv": ".csv", "epochs": ".epochs", "stages": ".stages"}
 MARK = re.compile(r"<!-- (table|num): ([^>]*?) -->")
 CLOSE = {"table": "<!-- /table -->", "num": "<!-- /num -->"}
@@ -220,6 +221,11 @@ def render_num(opts, results):
         if measured_elsewhere(opts, results):
             return "not yet measured"
         raise Bad("no row matches")
+    if "pick" in opts:  # a run's log of rows where a key repeats: the n-th match, file order
+        n = int(opts["pick"][0])
+        if not 1 <= n <= len(rows):
+            raise Bad(f"pick={n}: {len(rows)} rows match")
+        rows = [rows[n - 1]]
     base = (opts.get("base") or [None])[0]
     stat = (opts.get("stat") or [None])[0]
     if stat is None:
@@ -357,6 +363,8 @@ def rewrite(text, results, where):
 def lessons():
     files = [os.path.join(ROOT, "README.md")]
     files += sorted(glob.glob(os.path.join(ROOT, "0[1-7]_*", "*.md")))
+    files += sorted(p for p in glob.glob(os.path.join(ROOT, "0[1-7]_*", "*", "*.md"))
+                    if os.path.basename(os.path.dirname(p)) not in ("records", "solutions"))
     return files
 
 

@@ -3,7 +3,8 @@
 
 usage: lesson_check.py [ROOT]
 
-For every chapter's lesson (NN_topic/README.md and the part files *.md beside it):
+For every chapter's lesson (NN_topic/README.md, the part files *.md beside it and those in its
+part folders, NN_topic/<part>/*.md):
   - every code excerpt (a fenced block right after `<!-- excerpt: PATH -->`) still appears in
     PATH: its lines, in order and one after another, leading and trailing blanks ignored;
     a line `// ...` marks an elision; at most 15 lines; every ```cuda block is an excerpt;
@@ -132,12 +133,44 @@ def ceilings(ch):
     return names
 
 
+PART_DIRS_SKIPPED = ("records", "solutions", "tests", "figures")
+
+
+def lesson_files(ch):
+    """The chapter's README.md, the part files beside it, and those in its part folders
+    (NN_topic/<part>/*.md: README.md is the part's lesson), records and answers aside."""
+    out = glob.glob(os.path.join(ROOT, ch, "*.md"))
+    for d in sorted(os.listdir(os.path.join(ROOT, ch))):
+        if d not in PART_DIRS_SKIPPED and os.path.isdir(os.path.join(ROOT, ch, d)):
+            out += glob.glob(os.path.join(ROOT, ch, d, "*.md"))
+    return out
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def check_links(md, text):
+    """Every relative link and image of a lesson names a file or folder that exists."""
+    rel = os.path.relpath(md, ROOT)
+    bad = []
+    for t in LINK.findall(text):
+        if re.match(r"[a-z]+:", t) or t.startswith("#"):
+            continue
+        path = t.split("#", 1)[0]
+        if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(md), path))):
+            bad.append(t)
+    report(not bad, f"{rel}: every relative link resolves", ", ".join(bad[:6]))
+
+
 def main():
     chapters = sorted(d for d in os.listdir(ROOT) if re.match(r"0[1-7]_", d)
                       and os.path.isfile(os.path.join(ROOT, d, "README.md")))
+    top = os.path.join(ROOT, "README.md")
+    with open(top, encoding="utf-8") as f:
+        check_links(top, f.read())
     for ch in chapters:
         core = os.path.join(ROOT, ch, "README.md")
-        parts = sorted(p for p in glob.glob(os.path.join(ROOT, ch, "*.md")) if p != core)
+        parts = sorted(p for p in lesson_files(ch) if p != core)
         headings = []
         for md in [core] + parts:
             with open(md, encoding="utf-8") as f:
@@ -148,6 +181,7 @@ def main():
             report(n <= limit, f"{rel}: at most {limit} lines", f"{n} lines")
             check_excerpts(md, text)
             check_history(md, text)
+            check_links(md, text)
             headings += [l for l in text.split("\n") if re.match(r"#{1,5} ", l)]
         with open(core, encoding="utf-8") as f:
             text = f.read()

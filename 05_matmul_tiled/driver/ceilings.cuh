@@ -76,7 +76,7 @@ static void gemm_cublas_tf32(int M, int N, int K, float alpha, const float *A, c
  * fp32 compute, scale and output: cublasLt.h lists fp32 among the output types of its FP8
  * kernels (the bias-type attribute's note), so C is the same fp32 C as for every other
  * version. Per-tensor scales: the scale pointers of A and B are set, to device floats of 1,
- * because the contract folds the scales into alpha (tensor_cores/13_wgmma_fp8.cuh); the
+ * because the contract folds the scales into alpha (tensor_cores/14_wgmma_fp8.cuh); the
  * time does not depend on their values. Fast accumulation on (CUBLASLT_MATMUL_DESC_FAST_ACCUM):
  * no periodic promotion of the partial sums, the precision of our FP8 kernels. The
  * heuristic's best algorithm for the shape, with a 32 MB workspace; the plan is made once per

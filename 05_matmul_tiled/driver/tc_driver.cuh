@@ -24,7 +24,7 @@
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
-#include "05_matmul_tiled/tensor_cores/13_wgmma_fp8.cuh"
+#include "05_matmul_tiled/tensor_cores/14_wgmma_fp8.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
  * (tensor_cores/common.cuh) for input type T, and what the version needs: nothing (false),
@@ -45,7 +45,7 @@ static double tc_tolerance(int K) { return 2.0 * sgemm_tolerance(K); }
 
 /* The same for e4m3 inputs. A product of two e4m3 values has at most 8 significant bits (4
  * and 4), so the products are exact, and only the additions round, but inside the tensor
- * cores with about 14 significant bits, not fp32's 24 (tensor_cores/13_wgmma_fp8.cuh gives
+ * cores with about 14 significant bits, not fp32's 24 (tensor_cores/14_wgmma_fp8.cuh gives
  * the source): each of the ceil(K / 32) wgmma k-steps adds its 32 products into the running
  * sum and keeps about 13 bits after the leading one. How the adder drops the rest is not
  * documented; two models of it, played on the check's inputs at K = 32 .. 8192:

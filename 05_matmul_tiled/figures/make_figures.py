@@ -11,12 +11,12 @@ The fp32 ladder (README.md):
                          128 floats and of 132
   cp_async_pipeline.png  a block's K slices in time: loaded then multiplied (warptile), two
                          stages with cp.async (double_buffer), three stages
-Any shape (any_shape.md):
+Any shape (any_shape/README.md):
   waves.png              blocks per SM for hopper's 128x256 tiles at 2048^3, 2049^3, 4096^3
                          and 4097^3
   pdl.png                programmatic dependent launch: the stream-K launch starting during
                          the C = beta * C launch before it
-The tensor cores (tensor_cores.md, hopper.md):
+The tensor cores (tensor_cores/README.md, tensor_cores/hopper.md):
   mma_fragments.png      mma.sync m16n8k16: which lane holds which elements of A, B and C,
                          and the 8 row addresses of one ldmatrix phase
   swizzle.png            the 16-byte chunks of 8 tile rows on the bank groups, plain and

@@ -2,14 +2,14 @@
 """Draws the figures of the last two tensor-core parts into this folder
 (python3 make_tc_figures.py; make_figures.py draws the rest of the chapter's).
 
-tensor_cores_any_shape.md:
+tensor_cores/any_shape.md:
   tma_stride.png   rows of a bf16 matrix with K = 4095 in memory: row starts that are not
                    16-byte aligned, which no tensor map can describe, and the padded copy
                    with rows of 4096 (the extra column zeros)
   tc_rounds.png    the tiles of C dealt to 132 SMs, round after round, for 4096 x 4096 and
                    4097 x 4097 in 128x256 and in 128x128 tiles: the ragged last round and the
                    edge tiles that hold less than a full tile of C
-tensor_cores_past_cublas.md:
+tensor_cores/past_cublas.md:
   pingpong.png     two consumer warpgroups in time: sharing each tile (the persistent
                    kernel: both reach the epilogue together) and taking turns (ping-pong:
                    one's epilogue under the other's main loop)

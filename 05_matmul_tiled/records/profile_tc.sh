@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute on each bf16 version of the tensor-core ladder at one shape: the records
-# behind the "ncu:" lines of tensor_cores.md and hopper.md. Each version runs
+# behind the "ncu:" lines of tensor_cores/README.md and tensor_cores/hopper.md. Each version runs
 # once under ncu (after cuBLAS, which the bench times first; the filter skips cuBLAS's own
 # kernels) with the sections that show where its time goes: speed of light, the pipes'
 # utilization (tensor pipe included), shared-memory bank conflicts, and warp stalls.

@@ -1,5 +1,5 @@
-/* Chapter 05, part two: the bookkeeping of the stage ring that steps 11 and 12
- * (11_wgmma_prefetch.cuh, 12_wgmma_pingpong.cuh) share, as plain C: the kernels and the host
+/* Chapter 05, part two: the bookkeeping of the stage ring that steps 12 and 13
+ * (12_wgmma_prefetch.cuh, 13_wgmma_pingpong.cuh) share, as plain C: the kernels and the host
  * test tests/host/test_05_pingpong.c, which plays the protocol through on a model of the
  * mbarriers, include the same functions.
  *

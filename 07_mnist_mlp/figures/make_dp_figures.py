@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws the explanatory figures of chapter 07's part three (data_parallel.md) into this
+"""Draws the explanatory figures of chapter 07's part three (part3_data_parallel/README.md) into this
 folder (python3 make_dp_figures.py); the core lesson's figures have their own script.
 
   dp_ring_allreduce.png  a ring all-reduce of 4 GPUs, the buffer cut into 4 chunks: which

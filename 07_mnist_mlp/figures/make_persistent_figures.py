@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws the explanatory figures of chapter 07's part four (persistent.md) into this folder:
+"""Draws the explanatory figures of chapter 07's part four (part4_persistent/README.md) into this folder:
 
   persistent_owners.png    who owns what: the grid's clusters and blocks, each block's slice
                            of W1, where the partial sums, z1 and the shares of z2 live

@@ -1,10 +1,10 @@
 /* Chapter 07, part four, exercise 3 (practice): the cluster barrier at other cluster sizes.
  *
- * The exercise (persistent.md): time the barrier the persistent trainers use (the restricted
- * fence, then a relaxed arrive: pst_cluster_sync) and the default release in clusters of 2, 4,
- * 8 and 16 blocks, one block an SM, and check that after the barrier every block reads the
- * words its peers wrote before it. Predict first how many clusters of each size the GPU holds
- * at once, and whether a barrier costs more with more blocks.
+ * The exercise (part4_persistent/README.md): time the barrier the persistent trainers use (the
+ * restricted fence, then a relaxed arrive: pst_cluster_sync) and the default release in clusters of
+ * 2, 4, 8 and 16 blocks, one block an SM, and check that after the barrier every block reads the
+ * words its peers wrote before it. Predict first how many clusters of each size the GPU holds at
+ * once, and whether a barrier costs more with more blocks.
  *
  * The answer (what to expect and why; the program measures it):
  *   - How many fit is not SMs / size. A cluster's blocks all run on one GPC, so with one block

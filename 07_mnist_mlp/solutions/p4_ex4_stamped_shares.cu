@@ -1,14 +1,13 @@
 /* Chapter 07, part four, exercise 4 (stretch): the stamped handshake between the clusters,
  * alone.
  *
- * The exercise (persistent.md): a cooperative kernel in which 15 groups of 8 blocks (the
- * persistent trainers' grid) exchange z2-like shares every step: block (g, q) stores its share
- * of rank q's 32 rows x 10 classes, then adds all 15 groups' shares of those rows, checked
- * against a closed-form sum. Three ways to meet: a grid barrier (a fence, an atomic on one
- * count, acquire loads until all blocks have arrived, then the shares' loads), and the shares
- * as stamped words (part4_persistent/01_cluster_sync.cuh's PstShares) of 8 and of 4 bytes.
- * Predict first the time a step of each, and why the 4-byte tag is 1 + number % 255 and not
- * number % 256.
+ * The exercise (part4_persistent/README.md): a cooperative kernel in which 15 groups of 8 blocks
+ * (the persistent trainers' grid) exchange z2-like shares every step: block (g, q) stores its share
+ * of rank q's 32 rows x 10 classes, then adds all 15 groups' shares of those rows, checked against
+ * a closed-form sum. Three ways to meet: a grid barrier (a fence, an atomic on one count, acquire
+ * loads until all blocks have arrived, then the shares' loads), and the shares as stamped words
+ * (part4_persistent/01_cluster_sync.cuh's PstShares) of 8 and of 4 bytes. Predict first the time a
+ * step of each, and why the 4-byte tag is 1 + number % 255 and not number % 256.
  *
  * The answer:
  *   - The grid barrier costs a round trip to L2 for the fence and the atomic, another for the

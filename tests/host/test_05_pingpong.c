@@ -1,7 +1,7 @@
 /* Chapter 05's stage-ring bookkeeping (05_matmul_tiled/tensor_cores/pingpong.h), played
  * through on the host: a model of mbarriers (phases, parity waits), one producer that loads
- * k-slices into the ring, copies that land in any order, and the consumers of step 11 (one
- * consumer walking every tile) or of step 12 (two warpgroups taking alternate tiles, with the
+ * k-slices into the ring, copies that land in any order, and the consumers of step 12 (one
+ * consumer walking every tile) or of step 13 (two warpgroups taking alternate tiles, with the
  * turn handshake). Random interleavings of their next steps; each run must end with every
  * slice read exactly once, by the right warpgroup, after it landed and before the producer
  * refilled its slot, and never deadlock. A ping-pong without the handshake must be caught
@@ -196,11 +196,11 @@ int main(void)
     int dead;
     int err = sweep(0, 0, &dead);
     expect(err == 0 && dead == 0,
-           "05 stage ring, one consumer walking every tile (step 11): every slice read once, "
+           "05 stage ring, one consumer walking every tile (step 12): every slice read once, "
            "after it landed, before its slot was refilled; no deadlock");
     err = sweep(1, 1, &dead);
     expect(err == 0 && dead == 0,
-           "05 stage ring, two warpgroups on alternate tiles with the turn handshake (step 12): "
+           "05 stage ring, two warpgroups on alternate tiles with the turn handshake (step 13): "
            "every slice read once by its warpgroup, after it landed, before its slot was "
            "refilled; no deadlock");
     err = sweep(1, 0, &dead);

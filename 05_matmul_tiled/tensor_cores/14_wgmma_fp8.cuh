@@ -1,8 +1,8 @@
-/* Chapter 05, part two, step 13: FP8 (e4m3) inputs on Hopper's wgmma (sm_90a only).
+/* Chapter 05, part two, step 14: FP8 (e4m3) inputs on Hopper's wgmma (sm_90a only).
  *
  *   tc_wgmma_fp8           the persistent kernel (07_wgmma_persistent.cuh) on e4m3 inputs
- *   tc_wgmma_prefetch_fp8  step 11 on e4m3 inputs
- *   tc_wgmma_pingpong_fp8  step 12 on e4m3 inputs
+ *   tc_wgmma_prefetch_fp8  step 12 on e4m3 inputs
+ *   tc_wgmma_pingpong_fp8  step 13 on e4m3 inputs
  *
  * The contract is common.cuh's with T = e4m3 (A M x K and Bt N x K, both K-contiguous, C
  * fp32), and per-tensor scales folded into alpha: a caller whose A holds a / scale_a and Bt
@@ -25,7 +25,7 @@
  *     leading offset unused) is the one bf16 uses.
  * Twice the multiply-adds per byte: the tensor cores run e4m3 at twice bf16's rate, so the
  * main loop takes half the time for the same shape while the epilogue (fp32 C) stays the
- * same, which is why steps 11 and 12 matter more here.
+ * same, which is why steps 12 and 13 matter more here.
  *
  * Accumulation: the products of two e4m3 values (4 significant bits each) are exact, but the
  * tensor cores add them into the fp32 accumulators with reduced precision (about 14
@@ -40,7 +40,7 @@
 
 #include <cuda_fp8.h>
 
-#include "05_matmul_tiled/tensor_cores/12_wgmma_pingpong.cuh"
+#include "05_matmul_tiled/tensor_cores/13_wgmma_pingpong.cuh"
 
 typedef __nv_fp8_e4m3 e4m3;
 

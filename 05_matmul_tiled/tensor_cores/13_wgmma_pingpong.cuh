@@ -1,7 +1,7 @@
-/* Chapter 05, part two, step 12: two consumers taking turns, one epilogue hidden behind the
+/* Chapter 05, part two, step 13: two consumers taking turns, one epilogue hidden behind the
  * other's main loop (sm_90a only).
  *
- *   tc_wgmma_pingpong_<t>  step 11 (11_wgmma_prefetch.cuh: persistent, C prefetched into the
+ *   tc_wgmma_pingpong_<t>  step 12 (12_wgmma_prefetch.cuh: persistent, C prefetched into the
  *                          L2) with 128x128 tiles, each computed whole by one consumer
  *                          warpgroup (two m64n128 wgmma a k-step, 128 accumulators a thread);
  *                          the two consumers take the block's tiles in turn, 0, 1, 0, 1, ...
@@ -26,7 +26,7 @@
 #ifndef CH05_TENSOR_CORES_12_WGMMA_PINGPONG_CUH
 #define CH05_TENSOR_CORES_12_WGMMA_PINGPONG_CUH
 
-#include "05_matmul_tiled/tensor_cores/11_wgmma_prefetch.cuh"
+#include "05_matmul_tiled/tensor_cores/12_wgmma_prefetch.cuh"
 
 #define TC_PINGPONG_STAGES 6 /* 6 x 32 KB: as much shared memory as steps 7-11's 4 x 48 KB */
 

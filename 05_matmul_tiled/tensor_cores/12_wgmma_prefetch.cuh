@@ -1,4 +1,4 @@
-/* Chapter 05, part two, step 11: C on its way to the L2 before the epilogue (sm_90a only).
+/* Chapter 05, part two, step 12: C on its way to the L2 before the epilogue (sm_90a only).
  *
  *   tc_wgmma_prefetch_<t>  the persistent kernel (07_wgmma_persistent.cuh: 128x256 tiles, one
  *                          producer and two consumer warpgroups, one block per SM) whose
@@ -46,7 +46,7 @@ __device__ __forceinline__ void tc_prefetch_l2(const CUtensorMap *map, int c0, i
                  : "memory");
 }
 
-/* The producer thread of steps 11 and 12: every tile of this block (tile = blockIdx.x,
+/* The producer thread of steps 12 and 13: every tile of this block (tile = blockIdx.x,
  * + gridDim.x, ...), every k-slice through the ring, and C's tile prefetched at slice
  * tc_prefetch_slice. */
 template <int STAGES, int BM, int BN, int BK> __device__ __forceinline__ void
