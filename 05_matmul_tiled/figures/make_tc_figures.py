@@ -21,34 +21,20 @@ chapter's code; nothing here is measured.
 """
 import math
 import os
+import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.patches import Rectangle
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BLUE, ORANGE, GREEN, RED, PURPLE, GREY = ("#2b7bba", "#e67e22", "#27ae60", "#c0392b", "#8e44ad",
-                                          "#7f8c8d")
-LIGHT = {BLUE: "#cfe2f3", ORANGE: "#fbe0c4", GREEN: "#cdeed9", RED: "#f3c6c0",
-         PURPLE: "#e3d1ee", GREY: "#e5e8e8"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the chapter's palette and drawing helpers, shared with the other figures
+from make_figures import BLUE, GREEN, GREY, LIGHT, ORANGE, PURPLE, RED, box, save  # noqa: E402,F401
+
 SMS = 132
 
-
-def save(fig, name):
-    fig.savefig(os.path.join(HERE, name), dpi=130, bbox_inches="tight")
-    plt.close(fig)
-
-
-def box(ax, x, y, w, h, fc="white", ec="black", lw=0.8, text=None, fs=7, color="black",
-        **kw):
-    ax.add_patch(Rectangle((x, y), w, h, fc=fc, ec=ec, lw=lw, **kw))
-    if text is not None:
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs, color=color)
-
-
-# ------------------------------------------------------------------ any shape
 
 def tma_stride():
     """Rows of K = 4095 bf16 (8190 bytes) against the 16-byte grid, and the padded copy."""
