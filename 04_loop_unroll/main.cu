@@ -79,7 +79,15 @@ static int poly_selected(const Options *o)
     return 0;
 }
 
-static int sum_selected(const Options *o) { return o->kernel == NULL || !poly_selected(o); }
+/* The sum runs when --kernel names one of its versions, or nothing of the polynomial's (a
+ * ceiling alone, say): a list may name versions of both. */
+static int sum_selected(const Options *o)
+{
+    if (o->kernel == NULL || !poly_selected(o)) return 1;
+    for (int v = 0; v < NSUM; v++)
+        if (kernel_selected(o, SUM_VERSIONS[v].name)) return 1;
+    return 0;
+}
 
 static void poly_upload_coefficients(const Options *o, float *c)
 {
