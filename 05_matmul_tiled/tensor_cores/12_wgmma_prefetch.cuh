@@ -141,26 +141,35 @@ static inline bool tc_prefetch_map(CUtensorMap *map, const float *C, int M, int 
     return r == CUDA_SUCCESS;
 }
 
-/* One block per SM (or per tile, if fewer), 384 threads, TC_WS_STAGES stages of 48 KB. */
-template <typename T> static inline void
-tc_wgmma_prefetch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+/* Launches a kernel of this step's signature (step 13's too): one block per SM (or per tile,
+ * if fewer), 384 threads, STAGES stages of BM x BN tiles, and C's tensor map where the
+ * prefetch applies. attr_set is the caller's: one per kernel. */
+template <int BM, int BN, int STAGES, typename T, typename Kernel>
+static inline void tc_persistent_c_launch(Kernel kernel, bool *attr_set, int M, int N, int K,
+                                          float alpha, const T *A, const T *Bt, float beta,
+                                          float *C)
 {
-    constexpr int BM = 128, BN = 256, STAGES = TC_WS_STAGES;
     tc_wgmma_require(K, A, Bt);
     int smem = tc_stage_smem(BM, BN, STAGES);
-    static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_prefetch_kernel<T, STAGES>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        attr_set = true;
+    if (!*attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        *attr_set = true;
     }
     int tiles = sgemm_ceil_div(M, BM) * sgemm_ceil_div(N, BN), sms = sgemm_sm_count();
     int blocks = tiles < sms ? tiles : sms;
     CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN), mc;
     bool prefetch = tc_prefetch_map(&mc, C, M, N, BM, BN) && beta != 0.0f;
-    tc_wgmma_prefetch_kernel<T, STAGES>
-        <<<blocks, 384, smem>>>(ma, mb, mc, M, N, K, alpha, beta, C, tc_c_pairs(N, C), prefetch);
+    kernel<<<blocks, 384, smem>>>(ma, mb, mc, M, N, K, alpha, beta, C, tc_c_pairs(N, C), prefetch);
     CHECK_LAUNCH();
+}
+
+/* 128x256 tiles, TC_WS_STAGES stages of 48 KB. */
+template <typename T> static inline void
+tc_wgmma_prefetch(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+{
+    static bool attr_set = false;
+    tc_persistent_c_launch<128, 256, TC_WS_STAGES>(tc_wgmma_prefetch_kernel<T, TC_WS_STAGES>,
+                                                   &attr_set, M, N, K, alpha, A, Bt, beta, C);
 }
 
 static inline void tc_wgmma_prefetch_bf16(int M, int N, int K, float alpha, const bf16 *A,

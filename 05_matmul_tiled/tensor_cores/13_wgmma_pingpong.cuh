@@ -115,26 +115,13 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* One block per SM (or per tile, if fewer), 384 threads, TC_PINGPONG_STAGES stages of 32 KB. */
+/* 128x128 tiles, TC_PINGPONG_STAGES stages of 32 KB, launched as step 12's kernel is. */
 template <typename T> static inline void
 tc_wgmma_pingpong(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
-    constexpr int BM = 128, BN = 128, STAGES = TC_PINGPONG_STAGES;
-    tc_wgmma_require(K, A, Bt);
-    int smem = tc_stage_smem(BM, BN, STAGES);
     static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_pingpong_kernel<T, STAGES>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        attr_set = true;
-    }
-    int tiles = sgemm_ceil_div(M, BM) * sgemm_ceil_div(N, BN), sms = sgemm_sm_count();
-    int blocks = tiles < sms ? tiles : sms;
-    CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN), mc;
-    bool prefetch = tc_prefetch_map(&mc, C, M, N, BM, BN) && beta != 0.0f;
-    tc_wgmma_pingpong_kernel<T, STAGES>
-        <<<blocks, 384, smem>>>(ma, mb, mc, M, N, K, alpha, beta, C, tc_c_pairs(N, C), prefetch);
-    CHECK_LAUNCH();
+    tc_persistent_c_launch<128, 128, TC_PINGPONG_STAGES>(
+        tc_wgmma_pingpong_kernel<T, TC_PINGPONG_STAGES>, &attr_set, M, N, K, alpha, A, Bt, beta, C);
 }
 
 static inline void tc_wgmma_pingpong_bf16(int M, int N, int K, float alpha, const bf16 *A,
