@@ -23,6 +23,7 @@
 
 #include "07_mnist_mlp/driver/cpu_reference.h"
 #include "07_mnist_mlp/driver/idx.h"
+#include "07_mnist_mlp/driver/synthetic.h"
 #include "common/host.h"
 
 /* driver/check.cuh's case */
@@ -30,26 +31,6 @@
 #define CHECK_STD 0.4f
 #define CHECK_LR 0.1
 #define CHECK_MU 0.5
-
-/* driver/data.cuh's synthetic set */
-static void synthesize(IdxDataset *ds, int count, unsigned long long seed)
-{
-    Rng r = {seed};
-    unsigned char templ[MLP_CLASSES][IDX_PIXELS];
-    Rng t = {0xC0FFEEULL};
-    for (int c = 0; c < MLP_CLASSES; c++)
-        for (int k = 0; k < IDX_PIXELS; k++) templ[c][k] = rng_uniform(&t) < 0.3f ? 255 : 0;
-    ds->count = count;
-    ds->pixels = (unsigned char *)xmalloc((size_t)count * IDX_PIXELS);
-    ds->labels = (unsigned char *)xmalloc((size_t)count);
-    for (int i = 0; i < count; i++) {
-        int c = (int)(rng_next(&r) % MLP_CLASSES);
-        ds->labels[i] = (unsigned char)c;
-        for (int k = 0; k < IDX_PIXELS; k++)
-            ds->pixels[(size_t)i * IDX_PIXELS + k] =
-                rng_uniform(&r) < 0.2f ? (unsigned char)(rng_next(&r) & 255) : templ[c][k];
-    }
-}
 
 typedef struct {
     int B, B2, H;
