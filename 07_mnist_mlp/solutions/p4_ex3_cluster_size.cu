@@ -34,6 +34,7 @@
 
 #include "common/cuda_utils.cuh" /* CUDA_CHECK, get_device_info, time_median_ms, cli_parse_ll */
 #include "07_mnist_mlp/part4_persistent/01_cluster_sync.cuh"
+#include "07_mnist_mlp/tools/count_cli.h"
 
 enum { RELEASE, CTA_RELEASE, RELAXED, VARIANTS };
 static const char *const kVariants[VARIANTS] = {"release", "cta_release", "relaxed"};
@@ -177,35 +178,13 @@ template <int V> static unsigned check_variant(int size, int clusters, int reps,
 static const char kUsage[] = "usage: p4_ex3_cluster_size [--reps N] [--help]\n"
                              "  --reps N  loops a launch, 1 .. 1000000 (default 20000)\n";
 
-static void usage_fail(const char *why, const char *what)
-{
-    fprintf(stderr, "p4_ex3_cluster_size: %s%s\n%s", why, what, kUsage);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    long long reps = 20000;
-    for (int i = 1; i < argc; i++) {
-        char err[128];
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("%s", kUsage);
-            return 0;
-        } else if (!strcmp(argv[i], "--reps")) {
-            if (i + 1 >= argc) usage_fail("--reps needs a number", "");
-            if (cli_parse_ll(argv[++i], 1, 1000000, &reps, err, sizeof err))
-                usage_fail("--reps: ", err);
-        } else {
-            usage_fail("unknown argument: ", argv[i]);
-        }
-    }
+    long long reps =
+        tool_count_arg(argc, argv, "p4_ex3_cluster_size", kUsage, "--reps", 1, 1000000, 20000);
     DeviceInfo info;
     get_device_info(&info);
-    if (info.major < 9) {
-        printf("p4_ex3_cluster_size: skipped on %s (sm_%d%d): clusters need sm_90\n", info.name,
-               info.major, info.minor);
-        return 0;
-    }
+    if (tool_below_sm90(&info, "p4_ex3_cluster_size", "clusters need sm_90")) return 0;
     unsigned *wrong;
     CUDA_CHECK(cudaMalloc(&wrong, sizeof(unsigned)));
     printf("%s, %d SMs, one block of %d threads an SM, %lld loops; us a loop of two barriers\n",

@@ -35,6 +35,7 @@
 
 #include "common/cuda_utils.cuh" /* CUDA_CHECK, get_device_info, time_median_ms, cli_parse_ll */
 #include "07_mnist_mlp/part4_persistent/01_cluster_sync.cuh"
+#include "07_mnist_mlp/tools/count_cli.h"
 
 enum { GRID_BARRIER, STAMPED8, STAMPED4, VARIANTS };
 static const char *const kVariants[VARIANTS] = {"grid_barrier", "stamped8", "stamped4"};
@@ -196,35 +197,13 @@ template <int V> static void launch_variant(void *ctx)
 static const char kUsage[] = "usage: p4_ex4_stamped_shares [--steps N] [--help]\n"
                              "  --steps N  steps a launch, 1 .. 100000 (default 2000)\n";
 
-static void usage_fail(const char *why, const char *what)
-{
-    fprintf(stderr, "p4_ex4_stamped_shares: %s%s\n%s", why, what, kUsage);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    long long steps = 2000;
-    for (int i = 1; i < argc; i++) {
-        char err[128];
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("%s", kUsage);
-            return 0;
-        } else if (!strcmp(argv[i], "--steps")) {
-            if (i + 1 >= argc) usage_fail("--steps needs a number", "");
-            if (cli_parse_ll(argv[++i], 1, 100000, &steps, err, sizeof err))
-                usage_fail("--steps: ", err);
-        } else {
-            usage_fail("unknown argument: ", argv[i]);
-        }
-    }
+    long long steps =
+        tool_count_arg(argc, argv, "p4_ex4_stamped_shares", kUsage, "--steps", 1, 100000, 2000);
     DeviceInfo info;
     get_device_info(&info);
-    if (info.major < 9) {
-        printf("p4_ex4_stamped_shares: skipped on %s (sm_%d%d): built for sm_90 and newer\n",
-               info.name, info.major, info.minor);
-        return 0;
-    }
+    if (tool_below_sm90(&info, "p4_ex4_stamped_shares", "built for sm_90 and newer")) return 0;
     Exchange e = {};
     e.steps = (int)steps;
     /* 8 bytes a word: room for every variant; zeros (no step's number) once, as the trainers */

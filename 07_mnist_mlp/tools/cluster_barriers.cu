@@ -28,6 +28,7 @@
 
 #include "common/cuda_utils.cuh" /* CUDA_CHECK, get_device_info, and cli.h's cli_parse_ll */
 #include "07_mnist_mlp/part4_persistent/01_cluster_sync.cuh"
+#include "07_mnist_mlp/tools/count_cli.h"
 
 enum {
     RELEASE,
@@ -205,35 +206,13 @@ template <int V> static double time_variant(int clusters, int reps, float *out)
 static const char kUsage[] = "usage: cluster_barriers [--reps N] [--help]\n"
                              "  --reps N  loops a launch, 1 .. 1000000 (default 20000)\n";
 
-static void usage_fail(const char *why, const char *what)
-{
-    fprintf(stderr, "cluster_barriers: %s%s\n%s", why, what, kUsage);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    long long reps = 20000;
-    for (int i = 1; i < argc; i++) {
-        char err[128];
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("%s", kUsage);
-            return 0;
-        } else if (!strcmp(argv[i], "--reps")) {
-            if (i + 1 >= argc) usage_fail("--reps needs a number", "");
-            if (cli_parse_ll(argv[++i], 1, 1000000, &reps, err, sizeof err))
-                usage_fail("--reps: ", err);
-        } else {
-            usage_fail("unknown argument: ", argv[i]);
-        }
-    }
+    long long reps =
+        tool_count_arg(argc, argv, "cluster_barriers", kUsage, "--reps", 1, 1000000, 20000);
     DeviceInfo info;
     get_device_info(&info);
-    if (info.major < 9) {
-        printf("cluster_barriers: skipped on %s (sm_%d%d): clusters need sm_90\n", info.name,
-               info.major, info.minor);
-        return 0;
-    }
+    if (tool_below_sm90(&info, "cluster_barriers", "clusters need sm_90")) return 0;
     const int clusters = max_clusters();
     if (clusters < 1) {
         printf("cluster_barriers: skipped on %s: no cluster of %d blocks with %zu bytes of shared "
