@@ -42,9 +42,10 @@
  *                      host-tested), 00_ranks.cuh the program as one rank, launch.sh a
  *                      launcher of N local ranks; 01_batch_split.h how each batch is cut
  *                      over the GPUs (plain C, host-tested); 02_nccl_comm.cuh NCCL: whether
- *                      this build has it, communicators, waits that end, gradient buffers
- *                      (plain or symmetric memory), the all-reduce alone; 03_dp_trainer.cuh the
- *                      replicas and one step; 04_dp_epochs.cuh its epochs, test pass,
+ *                      this build has it, communicators, waits that end; 02_nccl_buffers.cuh
+ *                      gradient buffers (plain or symmetric memory), the collectives, the
+ *                      all-reduce alone; 03_dp_trainer.cuh the replicas, 03_dp_step.cuh one
+ *                      step; 04_dp_epochs.cuh its epochs, test pass,
  *                      replicas compared, --train; 05_dp_check.cuh, 06_dp_bench.cuh its
  *                      --check and --bench
  *   part4_persistent/  a whole epoch in one launch (persistent, persistent_bf16x3,
@@ -53,7 +54,8 @@
  *                      04_products_bf16.cuh and 05_products_bf16x3.cuh, one each);
  *                      06_phases.cuh its phases, 07_softmax_backward.cuh two of them,
  *                      08_batch.cuh how a batch arrives; 09_kernel.cuh the kernel's loop;
- *                      10_persistent_steps.cuh its family
+ *                      10_launch.cuh where and how it launches, 11_persistent_steps.cuh its
+ *                      family
  *   solutions/         the lesson's exercises' answers, each a family of steps with a row
  *                      (role exercise) in driver/trainer_table.cuh
  *   figures/           the lesson's explanatory drawings (make_figures.py)

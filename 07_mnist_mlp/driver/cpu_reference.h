@@ -94,7 +94,7 @@ static inline void ref_free(RefStep *s)
 
 /* x's row b times W1's column j as a trainer sums it, in a batch of `batch` rows (W1: in x
  * hidden, row-major): the persistent bf16 trainer rounds pieces of the sum to fp16
- * (part4_persistent/10_persistent_steps.cuh). NULL: one sum in double. */
+ * (part4_persistent/11_persistent_steps.cuh). NULL: one sum in double. */
 typedef double (*RefZ1Sum)(const float *xb, const double *w1, int hidden, int j, int batch);
 
 /* Forward pass and loss only; z2 (B x 10) is written if not NULL. */

@@ -4,7 +4,7 @@
  *                 steps it takes, and the choices that tell it from its neighbours
  *   StepFamily    a family of steps (each *_steps.cuh: part1_fused/01_unfused_steps.cuh,
  *                 04_fused_steps.cuh, 05_fed_steps.cuh and 08_three_launch_steps.cuh,
- *                 part2_tensor_cores/01_tc_steps.cuh, part4_persistent/10_persistent_steps.cuh):
+ *                 part2_tensor_cores/01_tc_steps.cuh, part4_persistent/11_persistent_steps.cuh):
  *                 the buffers its steps need, one step (or a whole epoch in one launch), how it
  *                 evaluates, where it cannot run, what --check and --bench may do with it
  *   Trainer       one trainer's state: the data on the GPU, the parameters and velocity,

@@ -9,7 +9,7 @@
 
 #include "07_mnist_mlp/part1_fused/05_fed_steps.cuh"
 #include "07_mnist_mlp/part1_fused/04_fused_steps.cuh"
-#include "07_mnist_mlp/part4_persistent/10_persistent_steps.cuh"
+#include "07_mnist_mlp/part4_persistent/11_persistent_steps.cuh"
 #include "07_mnist_mlp/part2_tensor_cores/01_tc_steps.cuh"
 #include "07_mnist_mlp/part1_fused/08_three_launch_steps.cuh"
 #include "07_mnist_mlp/part1_fused/01_unfused_steps.cuh"

@@ -1,10 +1,10 @@
 /* Chapter 07, part three: the data-parallel trainer's epochs (part3_data_parallel/03_dp_trainer.cuh
- * holds the replicas and one step): an epoch on every GPU, the test pass, the replicas
+ * holds the replicas, 03_dp_step.cuh one step): an epoch on every GPU, the test pass, the replicas
  * compared bit for bit, and --train (--gpus N, or a launcher's ranks). */
 #ifndef CH07_DATA_PARALLEL_EPOCH_CUH
 #define CH07_DATA_PARALLEL_EPOCH_CUH
 
-#include "07_mnist_mlp/part3_data_parallel/03_dp_trainer.cuh"
+#include "07_mnist_mlp/part3_data_parallel/03_dp_step.cuh"
 
 #ifdef HAVE_NCCL
 

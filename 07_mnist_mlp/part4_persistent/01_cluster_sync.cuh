@@ -14,7 +14,7 @@
  *                   the cluster barrier, in its two halves for work done while waiting; it
  *                   releases a block's writes to its own shared memory only
  *   PstShares       z2's shares between the clusters, each stored with its step's number
- *                   (only safe with every block resident: part4_persistent/10_persistent_steps.cuh)
+ *                   (only safe with every block resident: part4_persistent/10_launch.cuh)
  * Compiled for sm_90 and newer only (PST_DEVICE), but for the stores of pst_st_async. */
 #ifndef CH07_KERNELS_PERSISTENT_SYNC_CUH
 #define CH07_KERNELS_PERSISTENT_SYNC_CUH

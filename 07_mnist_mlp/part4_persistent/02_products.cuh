@@ -91,7 +91,7 @@ static inline __host__ __device__ PstSplit pst_split(int rows, int granule)
 
 /* Part p's share of the slice's n steps (bf16's k-steps of 16 pixels, fp32's quads of 4):
  * steps begin .. end. --check's CPU model of bf16's rounded sums takes the same parts
- * (part4_persistent/10_persistent_steps.cuh's pst_bf16_z1_sum). */
+ * (part4_persistent/11_persistent_steps.cuh's pst_bf16_z1_sum). */
 static inline __host__ __device__ void pst_part_steps(PstSplit sp, int p, int n, int &begin,
                                                       int &end)
 {

@@ -29,7 +29,7 @@ typedef struct {
     void *z2part; /* [2][groups][256][10]: each cluster's share of z2 with its
                                    step's number (PstShares, in PstProduct's ShareWord) */
     /* step s's number is stamp0 + s + 1: each launch's numbers are new
-       (part4_persistent/10_persistent_steps.cuh counts them), so no share left by an earlier
+       (part4_persistent/11_persistent_steps.cuh counts them), so no share left by an earlier
        launch passes for one of this launch's */
     unsigned stamp0;
     float *loss;               /* train: one sum a step; test: the total */

@@ -1,7 +1,7 @@
 /* Chapter 07: how a batch reaches the persistent trainers' kernel (part4_persistent/09_kernel.cuh):
  *
  *   bf16's rows       pst_bf16_rows, a kernel of its own: the epoch's images in bf16, in the
- *                     epoch's order (part4_persistent/10_persistent_steps.cuh launches it, for the
+ *                     epoch's order (part4_persistent/11_persistent_steps.cuh launches it, for the
  *                     next epoch during this one)
  *   the next batch    a row's pixels loaded ahead (pst_fetch_row) and put into x (pst_put_row),
  *                     or (bf16) the batch copied into x's other buffer (pst_copy_batch, its
@@ -26,7 +26,7 @@ static __device__ __forceinline__ void pst_bf16_chunk(const unsigned char *from,
     *to = make_uint4(h[0], h[1], h[2], h[3]);
 }
 
-/* bf16's rows of x for its TMA copies (part4_persistent/10_persistent_steps.cuh): image order[i] of
+/* bf16's rows of x for its TMA copies (part4_persistent/11_persistent_steps.cuh): image order[i] of
  * a set (image i where order is NULL) as row i, every pixel p as bf16(p * scale + shift),
  * normalized as every persistent trainer does (one FMA) and rounded to nearest (cvt.rn). With the
  * rows in the order the steps take them, a block's slice of a batch is one box of a 2-D tensor map,

@@ -1,5 +1,5 @@
 /* Chapter 07: the persistent trainers' kernel, mlp_persistent: a whole epoch in one launch, with
- * the weights on the chip from its first step to its last (part4_persistent/10_persistent_steps.cuh
+ * the weights on the chip from its first step to its last (part4_persistent/11_persistent_steps.cuh
  * runs it). This file is its loop; the phases are part4_persistent/06_phases.cuh (z2_shares and
  * softmax_backward in part4_persistent/07_softmax_backward.cuh, the batch in
  * part4_persistent/08_batch.cuh), the two products part4_persistent/02_products.cuh, and how blocks
@@ -61,7 +61,7 @@
  *
  * Blocks that wait for each other's shares are only safe if every block is running at
  * once: the launch is cooperative (the driver takes that with clusters), and
- * part4_persistent/10_persistent_steps.cuh refuses shapes whose grid cannot be resident
+ * part4_persistent/10_launch.cuh refuses shapes whose grid cannot be resident
  * (cudaOccupancyMaxActiveClusters), GPUs without clusters (before sm_90), and batches over
  * 256 rows (the shared memory is sized for them). The test pass runs the same kernel with
  * train = 0: forward, reduce, z2's shares, softmax and the count of correct rows.
@@ -86,7 +86,7 @@ template <typename S> __global__ void __launch_bounds__(PST_THREADS, 1)
     extern __shared__ __align__(16) unsigned char pst_smem[];
     PstShared<S> &sm = *(PstShared<S> *)pst_smem;
     /* a kernel launched after this one as a programmatic dependent (bf16's next rows:
-       part4_persistent/10_persistent_steps.cuh) may start now, on the SMs this grid leaves free */
+       part4_persistent/11_persistent_steps.cuh) may start now, on the SMs this grid leaves free */
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (a.steps == 0) return;
     const int rank = pst_rank(), group = blockIdx.x / PST_CLUSTER, groups = gridDim.x / PST_CLUSTER;
@@ -116,7 +116,7 @@ template <typename S> __global__ void __launch_bounds__(PST_THREADS, 1)
     } while (0)
     /* With two buffers of x (bf16: PstProduct's X_BUFFERS), the next batch goes into the other one
        during the step: its rows, in bf16 and in the epoch's order
-       (part4_persistent/10_persistent_steps.cuh), are two boxes of a tensor map, which one thread
+       (part4_persistent/11_persistent_steps.cuh), are two boxes of a tensor map, which one thread
        asks the TMA unit to copy just before the dW1 product; they land during it and are waited for
        at the step's end, so that the next forward follows at once. With one buffer (fp32, bf16x3:
        no room for two), the loads are issued in small_step and the put follows the dW1 product,
