@@ -93,12 +93,15 @@
  * tensor_cores/13_wgmma_pingpong.cuh  tc_wgmma_pingpong_bf16: two consumer warpgroups on
  *                          alternate tiles, one's epilogue behind the other's main loop
  * tensor_cores/14_wgmma_fp8.cuh  tc_wgmma_fp8 and the e4m3 forms of steps 12 and 13
+ * tensor_cores/15_mma_skinny.cuh  tc_mma_skinny_{bf16,tf32}: step 4's kernel with 128x128
+ *                          tiles, two blocks an SM, and K split: skinny products at any K,
+ *                          their long operand read once, no copy
  * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
  *                          round's fill, a fitted efficiency and fixed cost per kernel
  *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)
  * tensor_cores/best.cuh    tc_best_{bf16,tf32}: the dispatcher: the wgmma kernel (or two
- *                          launches, or padded copies first) the model predicts fastest on a
- *                          Hopper GPU, else the mma.sync pipeline
+ *                          launches, padded copies first, or the skinny kernel) the model
+ *                          predicts fastest on a Hopper GPU, else the mma.sync pipeline
  *
  * THE FP32 CONTRACT (chapter 07 relies on it). Every launcher has the signature
  *     void sgemm_<name>(int M, int N, int K, float alpha, const float *A, const float *B,
@@ -155,6 +158,7 @@
 #include "05_matmul_tiled/tensor_cores/09_wgmma_splitk.cuh"
 #include "05_matmul_tiled/tensor_cores/10_wgmma_padded.cuh"
 #include "05_matmul_tiled/tensor_cores/11_wgmma_ws_128x128.cuh"
+#include "05_matmul_tiled/tensor_cores/15_mma_skinny.cuh"
 #include "05_matmul_tiled/tensor_cores/best.cuh"
 
 #endif

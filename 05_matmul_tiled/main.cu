@@ -72,6 +72,7 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_ws_128x128_bf16", "step", tc_wgmma_ws_128x128_bf16, {true}},
     {"wgmma_prefetch_bf16", "step", tc_wgmma_prefetch_bf16, {true}},
     {"wgmma_pingpong_bf16", "step", tc_wgmma_pingpong_bf16, {true}},
+    {"mma_skinny_bf16", "step", tc_mma_skinny_bf16, {false}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
@@ -85,6 +86,7 @@ static const TcVersion<float> TC_TF32[] = {
     {"wgmma_splitk_tf32", "step", tc_wgmma_splitk_tf32, {true}},
     {"wgmma_padded_tf32", "step", tc_wgmma_padded_tf32, {TC_HOPPER_ANY_K}},
     {"wgmma_ws_128x128_tf32", "step", tc_wgmma_ws_128x128_tf32, {true}},
+    {"mma_skinny_tf32", "step", tc_mma_skinny_tf32, {false}},
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };

@@ -9,6 +9,11 @@ tensor_cores/any_shape.md:
   tc_rounds.png    the tiles of C dealt to 132 SMs, round after round, for 4096 x 4096 and
                    4097 x 4097 in 128x256 and in 128x128 tiles: the ragged last round and the
                    edge tiles that hold less than a full tile of C
+tensor_cores/skinny.md:
+  skinny_copy.png  which floats each of a warp's four 4-byte cp.async reads, for its 4 rows
+                   of 32 floats: dealt by 16-byte chunks (every instruction touches all 4
+                   rows) and row by row (each touches one), and the bytes of the long operand
+                   of 33 x 7391 x 4502 in TF32 that each plan moves through DRAM
 tensor_cores/past_cublas.md:
   pingpong.png     two consumer warpgroups in time: sharing each tile (the persistent
                    kernel: both reach the epilogue together) and taking turns (ping-pong:
@@ -247,8 +252,56 @@ def e4m3():
     save(fig, "e4m3.png")
 
 
+def skinny_copy():
+    """A warp's 4-byte copies of 4 rows x 32 floats, two ways, and the bytes of three plans."""
+    fig = plt.figure(figsize=(13, 4.6))
+    grid = fig.add_gridspec(2, 2, width_ratios=[3, 2])
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[:, 1])]
+    cols = [BLUE, ORANGE, GREEN, PURPLE]
+    for ax, title, inst in [
+            (axes[0], "dealt by 16-byte chunks: lane t copies float e of chunk t % 8 of row t / 8;"
+                      "\ninstruction e reads 8 floats of each of the 4 rows: 4 lines (8 unaligned)",
+             lambda r, k: k % 4),
+            (axes[1], "row by row: instruction e, lane l copies float l of row e;\n"
+                      "each instruction reads 32 neighbouring floats: 1 line (2 unaligned)",
+             lambda r, k: r)]:
+        for r in range(4):
+            for k in range(32):
+                e = inst(r, k)
+                box(ax, k, 3 - r, 1, 1, fc=LIGHT[cols[e]], ec="white", lw=0.5)
+                if k % 4 == 0:
+                    ax.plot([k, k], [3 - r, 4 - r], color=GREY, lw=1.2)
+            ax.text(-0.5, 3.5 - r, f"row {r}", ha="right", va="center", fontsize=7)
+        ax.set_xlim(-4, 32.5)
+        ax.set_ylim(-1.3, 4.1)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=8)
+        for e in range(4):
+            box(ax, 2 + 8 * e, -1.2, 1, 0.8, fc=LIGHT[cols[e]], ec="none")
+            ax.text(3.4 + 8 * e, -0.8, f"instruction {e}", fontsize=7.5, va="center")
+    ax = axes[2]
+    mb = 7391 * 4502 * 4 / 1e6  # Bt of 33 x 7391 x 4502 in TF32
+    plans = [("padded copy,\nthen wgmma", [("read", mb), ("write", mb), ("read copy", mb)]),
+             ("mma_skinny", [("read", mb)])]
+    for i, (name, parts) in enumerate(plans):
+        x = 0
+        for j, (what, v) in enumerate(parts):
+            box(ax, x, 1 - i, v, 0.6, fc=LIGHT[[RED, ORANGE, BLUE][j]], ec="black",
+                text=f"{what}\n{v:.0f} MB", fs=6.5)
+            x += v
+        ax.text(-10, 1.3 - i, name, ha="right", va="center", fontsize=7.5)
+    ax.set_xlim(-130, 3 * mb + 10)
+    ax.set_ylim(-0.6, 2.2)
+    ax.axis("off")
+    ax.set_title("the long operand (Bt, 7391 x 4502 floats) through DRAM,\n"
+                 "33 x 7391 x 4502 in TF32: three passes or one", fontsize=7.5)
+    save(fig, "skinny_copy.png")
+
+
 if __name__ == "__main__":
     tma_stride()
     tc_rounds()
     pingpong()
     e4m3()
+    skinny_copy()

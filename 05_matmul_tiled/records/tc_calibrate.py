@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Fits the tensor-core dispatcher's parameters (tensor_cores/best_params.h) to measurements.
 
-usage: tc_calibrate.py CSV [--log LOG] [--gpu NAME] [--out HEADER | --no-write]
+usage: tc_calibrate.py CSV [CSV ...] [--log LOG] [--gpu NAME] [--out HEADER | --no-write]
 
 CSV: rows of `matmul_tiled --bench --sweep-tc-all --csv CSV` (any other rows of chapter 05's
-tensor-core versions count too; the latest row of each version and shape wins). LOG: that
-run's standard output, for the GPU's numbers the model uses (its `tc_machine` lines); without
-it, an H100's (132 SMs, 1980 MHz, 3352 GB/s, 66 clusters of two).
+tensor-core versions count too; the latest row of each version and shape wins, a later
+file's over an earlier one's). LOG: that run's standard output, for the GPU's numbers the
+model uses (its `tc_machine` lines); without it, an H100's (132 SMs, 1980 MHz, 3352 GB/s,
+66 clusters of two).
 
 For each input type (bf16, tf32) and each candidate of tensor_cores/model.h it fits the
 candidate's efficiency and fixed cost a tile to the times of the version that runs it alone
@@ -35,10 +36,12 @@ CANDIDATES = [  # name, bm, bn, schedule, splits, tma  (model.h's TC_CANDIDATES)
     ("wgmma_cluster", 128, 256, "cluster", 0, 1),
     ("wgmma_splitk", 64, 128, "grid", 1, 1),
     ("mma_pipeline", 128, 256, "grid", 0, 0),
+    ("mma_skinny", 128, 128, "grid", 1, 0),
 ]
 NCAND = len(CANDIDATES)
 CAND_INDEX = {c[0]: i for i, c in enumerate(CANDIDATES)}
 SPLITK = CAND_INDEX["wgmma_splitk"]
+SKINNY = CAND_INDEX["mma_skinny"]
 PLAN_MARGIN = 0.03  # TC_PLAN_MARGIN
 MAX_SPLITS = 64  # TC_MAX_SPLITS
 ALPHA, BETA = 0.75, -0.5  # the driver's
@@ -51,9 +54,9 @@ DEFAULT_LAUNCH_US, DEFAULT_COPY_SHARE = 6.0, 0.6
 # guess never wins by being optimistic: the same tile in the other kernel, or the same kernel.
 BORROW = {"wgmma_ws_128x128": "wgmma", "wgmma": "wgmma_ws_128x128",
           "wgmma_persistent": "wgmma_ws", "wgmma_cluster": "wgmma_persistent",
-          "wgmma_ws": "wgmma_persistent"}
+          "wgmma_ws": "wgmma_persistent", "mma_skinny": "mma_pipeline"}
 H100 = {"sms": 132, "clock_khz": 1980000, "dram_gbs": 3352.0, "cluster_fit": 66,
-        "occupancy": [1, 1, 1, 1, 1, 2, 1]}
+        "occupancy": [1, 1, 1, 1, 1, 2, 1, 2]}
 
 
 def ceil(a, b):
@@ -67,6 +70,8 @@ class Machine:
         self.sms = gpu["sms"]
         self.cluster_fit = gpu["cluster_fit"]
         self.occupancy = list(gpu["occupancy"])
+        # a log from before mma_skinny: an H100's count for the candidates it does not list
+        self.occupancy += H100["occupancy"][len(self.occupancy):]
         self.flops_per_us = TYPES[t]["flops_per_clock"] * gpu["clock_khz"] / 1e3
         self.dram = gpu["dram_gbs"] * 1e3
         self.elem = TYPES[t]["elem"]
@@ -211,32 +216,40 @@ def splitk_count(m, M, N, K):
     return max(1, min(want, most))
 
 
+def skinny_count(m, M, N, K):
+    """tc_mma_skinny_splits: the split count of the registered mma_skinny version."""
+    tiles, k_tiles = ceil(M, 128) * ceil(N, 128), ceil(K, m.bk)
+    want, most = m.occupancy[SKINNY] * m.sms // tiles, k_tiles // 2
+    return max(1, min(want, most))
+
+
 # ---------------------------------------------------------------- reading the run
 
-def read_rows(path, gpu_filter):
+def read_rows(paths, gpu_filter):
     rows = {}
     gpus = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r.get("chapter") != "05_matmul_tiled":
-                continue
-            k = r["kernel"]
-            if not (k.endswith("_bf16") or k.endswith("_tf32")):
-                continue
-            if not re.fullmatch(r"\d+x\d+x\d+", r["size"]):
-                continue
-            if gpu_filter and gpu_filter not in r["gpu"]:
-                continue
-            if r["gpu"] not in gpus:
-                gpus.append(r["gpu"])
-            M, N, K = (int(x) for x in r["size"].split("x"))
-            rows[(r["gpu"], k, (M, N, K))] = float(r["time_ms"]) * 1e3  # latest wins
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r.get("chapter") != "05_matmul_tiled":
+                    continue
+                k = r["kernel"]
+                if not (k.endswith("_bf16") or k.endswith("_tf32")):
+                    continue
+                if not re.fullmatch(r"\d+x\d+x\d+", r["size"]):
+                    continue
+                if gpu_filter and gpu_filter not in r["gpu"]:
+                    continue
+                if r["gpu"] not in gpus:
+                    gpus.append(r["gpu"])
+                M, N, K = (int(x) for x in r["size"].split("x"))
+                rows[(r["gpu"], k, (M, N, K))] = float(r["time_ms"]) * 1e3  # latest wins
     if not gpus:
-        sys.exit(f"{path}: no tensor-core rows of chapter 05" +
+        sys.exit(f"{', '.join(paths)}: no tensor-core rows of chapter 05" +
                  (f" for a GPU named like '{gpu_filter}'" if gpu_filter else ""))
     gpu = gpus[-1]
     if len(gpus) > 1:
-        print(f"several GPUs in {path}; fitting {gpu} (--gpu picks another)")
+        print(f"several GPUs in {', '.join(paths)}; fitting {gpu} (--gpu picks another)")
     return gpu, {(k, s): us for (g, k, s), us in rows.items() if g == gpu}
 
 
@@ -293,9 +306,10 @@ def fit_points(m, t, times, c):
             continue
         if CANDIDATES[c][5] and (K * m.elem) % 16:
             continue
-        s = splitk_count(m, M, N, K) if c == SPLITK else 1
+        s = splitk_count(m, M, N, K) if c == SPLITK else (
+            skinny_count(m, M, N, K) if c == SKINNY else 1)
         pts.append((M, N, K, us, s))
-    return pts
+    return pts if m.occupancy[c] > 0 else []  # a candidate this GPU's plans never use
 
 
 def fit_candidate(m, c, pts):
@@ -384,7 +398,8 @@ def report(t, m, times):
         if p["top_rows"] == 0 and not p["pad_a"] and fastest:
             c, splits, _ = p["rest"]
             name = CANDIDATES[c][0] + "_" + t
-            same_split = c != SPLITK or splits == splitk_count(m, M, N, K)
+            same_split = ((c != SPLITK or splits == splitk_count(m, M, N, K)) and
+                          (c != SKINNY or splits == skinny_count(m, M, N, K)))
             if same_split and (name, s) in times and times[(name, s)] <= 1.03 * fastest[0]:
                 hits += 1
         if best_us:
@@ -408,7 +423,8 @@ def c_params(t, m, fitted):
     for c in range(NCAND):
         eff, fixed = m.fit[c]
         n, ok = fitted[c]
-        why = f"{n} shapes" if ok else "not measured: " + (
+        unused = m.occupancy[c] < 1
+        why = f"{n} shapes" if ok else ("never used here: " if unused else "not measured: ") + (
             f"{BORROW[CANDIDATES[c][0]]}'s" if CANDIDATES[c][0] in BORROW else "a default")
         fits.append((f"{{{eff:.4f}, {fixed:.3f}}},", f"{CANDIDATES[c][0]}: {why}"))
     lines = [f"static const TcParams TC_PARAMS_{t.upper()} = {{", "    {"]
@@ -446,12 +462,13 @@ def selftest():
     """The predictions test_05_tc_model.c prints (the same machine and parameters)."""
     gpu = dict(H100)
     fit = [(0.55, 4.0), (0.65, 8.0), (0.60, 5.0), (0.68, 6.0), (0.70, 6.0), (0.45, 3.0),
-           (0.35, 5.0)]
+           (0.35, 5.0), (0.30, 3.0)]
     for t in ("bf16", "tf32"):
         m = Machine(t, gpu, fit, 6.0, 0.6)
         for M, N, K in [(4096, 4096, 4096), (4097, 4097, 4097), (2048, 2048, 2048),
                         (256, 1024, 784), (1024, 784, 32), (4095, 4095, 4095),
-                        (8192, 8192, 8192), (32, 1024, 7000)]:
+                        (8192, 8192, 8192), (32, 1024, 7000), (33, 7391, 4502),
+                        (2413, 1, 3798)]:
             ok = (K * m.elem) % 16 == 0
             p = plan(m, M, N, K, BETA, ok, ok)
             print(f"{t} {M}x{N}x{K}: {describe(p)}; {p['us']:.3f}")
@@ -459,7 +476,7 @@ def selftest():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv", nargs="?")
+    ap.add_argument("csv", nargs="*")
     ap.add_argument("--log", help="the run's standard output (its tc_machine lines)")
     ap.add_argument("--gpu", help="fit this GPU's rows (a part of its name)")
     here = os.path.dirname(os.path.abspath(__file__))
@@ -491,7 +508,7 @@ def main():
                   f"  ({n} shapes{'' if ok else ': not measured'})")
         report(t, m, times)
     if not a.no_write:
-        write_header(os.path.normpath(a.out), gpu_name, os.path.basename(a.csv), machines)
+        write_header(os.path.normpath(a.out), gpu_name, "\n *     and ".join(a.csv), machines)
         print(f"\nwrote {os.path.normpath(a.out)}")
 
 

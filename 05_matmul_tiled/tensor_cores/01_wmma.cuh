@@ -69,8 +69,18 @@ template <int N> __device__ __forceinline__ void tc_cp_async_wait(void)
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* The element-wise path: the first n elements of a chunk from global memory (n <= 0: none),
- * zeros after them, stored as one 16-byte shared-memory write. */
+/* The same for 4 bytes (one float): .ca, as cp.async allows only 16-byte copies to bypass
+ * the L1. */
+__device__ __forceinline__ void tc_cp_async4(uint32_t dst, const void *src, bool ok)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :
+                 : "r"(dst), "l"(src), "r"(ok ? 4 : 0));
+}
+
+/* The element-wise path for bf16: the first n elements of a chunk from global memory (n <= 0:
+ * none), zeros after them, stored as one 16-byte shared-memory write. The thread waits for
+ * its loads here, where a cp.async would not make it wait. */
 template <typename T> __device__ __forceinline__ void tc_gather16(uint32_t dst, const T *src, int n)
 {
     typedef typename TcBits<T>::type Bits;
@@ -94,6 +104,11 @@ typedef struct {
     unsigned rows_ok; /* bit i: its i-th row lies inside the matrix */
     int k;            /* the first k of its chunk */
     uint32_t dst;     /* its first chunk's offset inside the tile */
+    /* The floats' element-wise path (tc_copy_tile_floats): */
+    const char *lane_src; /* this lane's float of its warp's first row, at k = 0 */
+    int lane_row;         /* that row of the tile, and the rows of the matrix from it on */
+    int lane_rows;
+    bool swz; /* whether the tile is swizzled */
 } TcCopyPlan;
 
 /* base: the tile's first row in the matrix; rows_left: rows of the matrix from there on. */
@@ -111,19 +126,54 @@ __device__ __forceinline__ TcCopyPlan tc_copy_plan(const T *base, int rows_left,
     for (int i = 0; i < ROWS / STRIDE; i++)
         if (row + i * STRIDE < rows_left) p.rows_ok |= 1u << i;
     p.dst = tc_tile_offset(row, chunk, SWZ);
+    p.lane_row = 4 * (threadIdx.x / 32); /* the rows of the warp's lanes in the plan above */
+    p.lane_src = (const char *)(base + (size_t)p.lane_row * K + threadIdx.x % 32);
+    p.lane_rows = rows_left - p.lane_row;
+    p.swz = SWZ;
     return p;
+}
+
+/* Floats where 16-byte copies are ruled out, one 4-byte cp.async each: a warp copies the
+ * same 4 rows of each round as in tc_copy_tile, but row by row, its 32 lanes on 32
+ * neighbouring floats (a 128-byte line, two where the row is not aligned), where dealing the
+ * chunks out as the 16-byte path does would have each instruction read one float of 8 chunks
+ * of 4 rows: 4 to 8 lines for the same 128 bytes, 4 times the L1's work. */
+template <int ROWS, int THREADS> __device__ __forceinline__ void
+tc_copy_tile_floats(uint32_t tile, const TcCopyPlan &p, const float *any, int K, int k0)
+{
+    constexpr int STRIDE = THREADS / 8;
+    int lane = threadIdx.x % 32;
+    bool k_ok = k0 + lane < K;
+    const float *src = (const float *)p.lane_src + k0;
+#pragma unroll
+    for (int i = 0; i < ROWS / STRIDE; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int r = i * STRIDE + e; /* rows from the warp's first */
+            bool ok = k_ok && r < p.lane_rows;
+            uint32_t dst = tile + tc_tile_offset(p.lane_row + r, lane / 4, p.swz) + 4 * (lane % 4);
+            tc_cp_async4(dst, ok ? (const void *)(src + (size_t)r * K) : (const void *)any, ok);
+        }
 }
 
 /* Starts the copy of the K-slice at k0 into one tile (a shared-memory address). vec (set by
  * the launcher): K * sizeof(T) % 16 == 0 and both bases 16-byte aligned, so every chunk lies
  * wholly inside or wholly outside K and is one 16-byte cp.async, zero-filled outside the
- * matrix. Otherwise each chunk is gathered element by element (tc_gather16): slower, and
- * the only path that never reads past a row that ends inside a chunk. Rows of a swizzled
- * tile THREADS / 8 apart (a multiple of 8) share the XOR, so the destination advances by
- * whole rows. `any` is a valid address for the copies that read nothing. */
+ * matrix. Otherwise each element is copied on its own, the only way that never reads past a
+ * row that ends inside a chunk: floats by 4-byte cp.async (tc_copy_tile_floats), bf16
+ * gathered chunk by chunk (tc_gather16), slower because the thread waits for its loads.
+ * Rows of a swizzled tile THREADS / 8 apart (a multiple of 8) share the XOR, so the
+ * destination advances by whole rows. `any` is a valid address for the copies that read
+ * nothing. */
 template <typename T, int ROWS, int THREADS> __device__ __forceinline__ void
 tc_copy_tile(uint32_t tile, const TcCopyPlan &p, const T *any, int K, int k0, bool vec)
 {
+    if constexpr (sizeof(T) == 4) {
+        if (!vec) {
+            tc_copy_tile_floats<ROWS, THREADS>(tile, p, (const float *)any, K, k0);
+            return;
+        }
+    }
     constexpr int STRIDE = THREADS / 8;
     const char *src = p.src + (size_t)k0 * sizeof(T);
     int k_left = K - k0 - p.k; /* elements of this chunk's row segment inside K */

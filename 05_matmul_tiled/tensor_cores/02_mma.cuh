@@ -141,23 +141,22 @@ tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
     }
 }
 
-/* The K loop. STAGES == 1 (steps 2, 3): copy a slice, wait for it, multiply, and meet at a
+/* The K loop over `slices` slices from slice kt0 (all of K but in a split-K layer, step 15).
+ * STAGES == 1 (steps 2, 3): copy a slice, wait for it, multiply, and meet at a
  * barrier before the next copy overwrites it. STAGES > 1 (step 4): a ring of slices, as in
  * the fp32 ladder's sgemm_mainloop: while the warps multiply slice kt, the copies of slices
  * up to kt + STAGES - 1 are in flight, and one barrier per slice suffices (the slot being
  * refilled was finished by every warp before the barrier at the top of this iteration). */
-template <class Cfg>
-__device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem,
-                                                const TcCopyPlan &pa, const TcCopyPlan &pb,
-                                                const typename Cfg::T *A, const typename Cfg::T *Bt,
-                                                int K, uint32_t a_rows, uint32_t b_rows, bool vec)
+template <class Cfg> __device__ __forceinline__ void
+tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem, const TcCopyPlan &pa, const TcCopyPlan &pb,
+                const typename Cfg::T *A, const typename Cfg::T *Bt, int K, int kt0, int slices,
+                uint32_t a_rows, uint32_t b_rows, bool vec)
 {
     typedef typename Cfg::T T;
-    int slices = (K + Cfg::BK - 1) / Cfg::BK;
     if constexpr (Cfg::STAGES == 1) {
         for (int kt = 0; kt < slices; kt++) {
-            tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem, pa, pb, A, Bt, K, kt * Cfg::BK,
-                                                             vec);
+            tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem, pa, pb, A, Bt, K,
+                                                             (kt0 + kt) * Cfg::BK, vec);
             tc_cp_async_commit();
             tc_cp_async_wait<0>();
             __syncthreads();
@@ -168,8 +167,8 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
 #pragma unroll
         for (int s = 0; s < Cfg::STAGES - 1; s++) {
             if (s < slices)
-                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(smem + s * Cfg::STAGE_BYTES, pa,
-                                                                 pb, A, Bt, K, s * Cfg::BK, vec);
+                tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(
+                    smem + s * Cfg::STAGE_BYTES, pa, pb, A, Bt, K, (kt0 + s) * Cfg::BK, vec);
             tc_cp_async_commit();
         }
         int read = 0, write = Cfg::STAGES - 1;
@@ -179,7 +178,7 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
             int next = kt + Cfg::STAGES - 1;
             if (next < slices)
                 tc_copy_stage<T, Cfg::BM, Cfg::BN, Cfg::THREADS>(
-                    smem + write * Cfg::STAGE_BYTES, pa, pb, A, Bt, K, next * Cfg::BK, vec);
+                    smem + write * Cfg::STAGE_BYTES, pa, pb, A, Bt, K, (kt0 + next) * Cfg::BK, vec);
             tc_cp_async_commit();
             uint32_t stage = smem + read * Cfg::STAGE_BYTES;
             tc_warp_slice<T, Cfg::SWIZZLE>(acc, stage + a_rows, stage + b_rows);
@@ -189,12 +188,15 @@ __device__ __forceinline__ void tc_mma_mainloop(float (&acc)[4][8][4], uint32_t 
     }
 }
 
-/* Steps 2-4, by configuration. Tiles are numbered along a 1-D grid in tc_tile_grouped's
- * L2-friendly order. The epilogue writes each accumulator pair (c[0], c[1] or c[2], c[3]:
- * two neighbouring columns) as one 8-byte store where the row allows. */
-template <class Cfg> __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+/* Steps 2-4 (and 15), by configuration. Tiles are numbered along a 1-D grid in
+ * tc_tile_grouped's L2-friendly order. The epilogue writes each accumulator pair (c[0], c[1]
+ * or c[2], c[3]: two neighbouring columns) as one 8-byte store where the row allows. With
+ * EPI == TC_EPI_ADD (split-K, step 15) grid layer blockIdx.y multiplies the split_slices
+ * slices of K from blockIdx.y * split_slices on, and adds alpha times its product into C. */
+template <class Cfg, int EPI> __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
     tc_mma_kernel(int M, int N, int K, float alpha, const typename Cfg::T *A,
-                  const typename Cfg::T *Bt, float beta, float *C, bool vec, bool vec2)
+                  const typename Cfg::T *Bt, float beta, float *C, bool vec, bool vec2,
+                  int split_slices)
 {
     typedef typename Cfg::T T;
     extern __shared__ __align__(128) uint8_t tc_mma_smem[];
@@ -212,37 +214,69 @@ template <class Cfg> __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BL
 #pragma unroll
         for (int j = 0; j < 8; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-    tc_mma_mainloop<Cfg>(acc, tc_smem(tc_mma_smem), pa, pb, A, Bt, K, wm * TC_TILE_ROW_BYTES,
+    int kt0 = blockIdx.y * split_slices, slices = (K + Cfg::BK - 1) / Cfg::BK - kt0;
+    tc_mma_mainloop<Cfg>(acc, tc_smem(tc_mma_smem), pa, pb, A, Bt, K, kt0,
+                         slices < split_slices ? slices : split_slices, wm * TC_TILE_ROW_BYTES,
                          Cfg::A_BYTES + wn * TC_TILE_ROW_BYTES, vec);
     int r = m0 + wm + lane / 4, c = n0 + wn + 2 * (lane % 4);
+    if constexpr (EPI == TC_EPI_ADD) {
 #pragma unroll
-    for (int i = 0; i < 4; i++) { /* 16 pairs at a time: their reads of C in flight together */
-        int rr[16], cc[16];
-        float2 v[16];
+        for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const float *d = acc[i][j];
-            rr[2 * j] = r + 16 * i, rr[2 * j + 1] = r + 16 * i + 8;
-            cc[2 * j] = cc[2 * j + 1] = c + 8 * j;
-            v[2 * j] = make_float2(d[0], d[1]), v[2 * j + 1] = make_float2(d[2], d[3]);
+            for (int j = 0; j < 8; j++) {
+                const float *d = acc[i][j];
+                tc_add_pair(C, M, N, r + 16 * i, c + 8 * j, alpha * d[0], alpha * d[1], vec2);
+                tc_add_pair(C, M, N, r + 16 * i + 8, c + 8 * j, alpha * d[2], alpha * d[3], vec2);
+            }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) { /* 16 pairs at a time: their reads of C in flight together */
+            int rr[16], cc[16];
+            float2 v[16];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float *d = acc[i][j];
+                rr[2 * j] = r + 16 * i, rr[2 * j + 1] = r + 16 * i + 8;
+                cc[2 * j] = cc[2 * j + 1] = c + 8 * j;
+                v[2 * j] = make_float2(d[0], d[1]), v[2 * j + 1] = make_float2(d[2], d[3]);
+            }
+            tc_store_pairs<16>(C, M, N, rr, cc, v, alpha, beta, vec2);
         }
-        tc_store_pairs<16>(C, M, N, rr, cc, v, alpha, beta, vec2);
     }
 }
 
-template <class Cfg>
-static inline void tc_mma_launch(int M, int N, int K, float alpha, const typename Cfg::T *A,
-                                 const typename Cfg::T *Bt, float beta, float *C)
+/* The kernel of configuration Cfg and epilogue EPI, its shared-memory limit raised on first
+ * use. */
+template <class Cfg, int EPI> static inline auto tc_mma_kernel_ready(void)
 {
     static bool attr_set = false;
     if (!attr_set) {
         CUDA_CHECK(cudaFuncSetAttribute(
-            tc_mma_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            tc_mma_kernel<Cfg, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
         attr_set = true;
     }
+    return tc_mma_kernel<Cfg, EPI>;
+}
+
+/* splits > 1 (step 15): K in that many grid layers (rounded to a count that leaves no layer
+ * empty), C = beta * C first and every layer's product added. */
+template <class Cfg>
+static inline void tc_mma_launch(int M, int N, int K, float alpha, const typename Cfg::T *A,
+                                 const typename Cfg::T *Bt, float beta, float *C, int splits = 1)
+{
     int tiles = sgemm_ceil_div(M, Cfg::BM) * sgemm_ceil_div(N, Cfg::BN);
-    tc_mma_kernel<Cfg><<<tiles, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
-        M, N, K, alpha, A, Bt, beta, C, tc_vec16(K, A, Bt), tc_c_pairs(N, C));
+    int slices = sgemm_ceil_div(K, Cfg::BK), per = sgemm_ceil_div(slices, splits < 1 ? 1 : splits);
+    splits = sgemm_ceil_div(slices, per);
+    bool vec = tc_vec16(K, A, Bt), pairs = tc_c_pairs(N, C);
+    if (splits <= 1) {
+        tc_mma_kernel_ready<Cfg, TC_EPI_STORE>()<<<tiles, Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, Bt, beta, C, vec, pairs, slices);
+    } else {
+        tc_prescale(C, M, N, beta);
+        tc_mma_kernel_ready<Cfg,
+                            TC_EPI_ADD>()<<<dim3(tiles, splits), Cfg::THREADS, Cfg::SMEM_BYTES>>>(
+            M, N, K, alpha, A, Bt, beta, C, vec, pairs, per);
+    }
     CHECK_LAUNCH();
 }
 

@@ -22,28 +22,6 @@
 #include "05_matmul_tiled/tensor_cores/hopper_primitives.cuh"
 #include "05_matmul_tiled/tensor_cores/swizzle.h"
 
-/* How a tile leaves the kernel: stored as alpha * acc + beta * C, or (split-K) added. */
-enum { TC_EPI_STORE, TC_EPI_ADD };
-
-/* Split-K's epilogue: a pair added into C, with one 8-byte atomic where the row allows it.
- * (The float2 atomicAdd exists from sm_90 on; the other targets of the default build only
- * compile this, for kernels that are empty there.) */
-__device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c, float v0,
-                                            float v1, bool pairs)
-{
-    if (r >= M || c >= N) return;
-    float *p = C + (size_t)r * N + c;
-#ifdef TC_WGMMA_DEVICE
-    if (pairs && c + 1 < N) {
-        atomicAdd((float2 *)p, make_float2(v0, v1));
-        return;
-    }
-#endif
-    (void)pairs;
-    atomicAdd(p, v0);
-    if (c + 1 < N) atomicAdd(p + 1, v1);
-}
-
 /* The warpgroup's 64 x BN accumulators to C, rows from row0, columns from col0: stored 16
  * pairs at a time (tc_store_pairs: their reads of C in flight together), or added. */
 template <int BN, int EPI>

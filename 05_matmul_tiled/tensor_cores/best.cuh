@@ -8,7 +8,8 @@
  *     fill whole rounds of one kernel and then the rows left over;
  *   - where TMA cannot describe A or Bt (K not a multiple of 8 for bf16 or 4 for TF32, an
  *     unaligned pointer), the same on padded copies of the operands TMA refuses
- *     (10_wgmma_padded.cuh), or the mma.sync pipeline on the operands as they are, whichever
+ *     (10_wgmma_padded.cuh), or an mma.sync kernel on the operands as they are (the pipeline,
+ *     or, in TF32, the skinny kernel with its split count: 15_mma_skinny.cuh), whichever
  *     the model predicts faster (the pipeline always during a CUDA graph capture, which
  *     cannot allocate the copies' buffers);
  *   - everywhere else (an older GPU, a build without sm_90a): the mma.sync pipeline.
@@ -27,6 +28,7 @@
 #include "05_matmul_tiled/tensor_cores/09_wgmma_splitk.cuh"
 #include "05_matmul_tiled/tensor_cores/10_wgmma_padded.cuh"
 #include "05_matmul_tiled/tensor_cores/11_wgmma_ws_128x128.cuh"
+#include "05_matmul_tiled/tensor_cores/15_mma_skinny.cuh"
 #include "05_matmul_tiled/tensor_cores/best_params.h"
 #include "05_matmul_tiled/tensor_cores/model.h"
 
@@ -84,8 +86,11 @@ template <typename T> static inline const TcMachine *tc_best_machine(void)
     m.occupancy[TC_CAND_CLUSTER] = m.cluster_fit > 0 ? 1 : 0;
     m.occupancy[TC_CAND_SPLITK] = tc_best_occupancy(tc_wgmma_ws_kernel<T, 128, S, 1, TC_EPI_ADD>,
                                                     256, tc_stage_smem(64, 128, S));
-    m.occupancy[TC_CAND_PIPELINE] = tc_best_occupancy(
-        tc_mma_kernel<TcMmaPipeCfg<T>>, TcMmaPipeCfg<T>::THREADS, TcMmaPipeCfg<T>::SMEM_BYTES);
+    m.occupancy[TC_CAND_PIPELINE] =
+        tc_best_occupancy(tc_mma_kernel<TcMmaPipeCfg<T>, TC_EPI_STORE>, TcMmaPipeCfg<T>::THREADS,
+                          TcMmaPipeCfg<T>::SMEM_BYTES);
+    /* bf16 never: its element-wise copy waits for its loads (15_mma_skinny.cuh) */
+    m.occupancy[TC_CAND_SKINNY] = sizeof(T) == 4 ? tc_mma_skinny_occupancy<T>() : 0;
     ready = true;
     return &m;
 }
@@ -147,6 +152,7 @@ template <typename T> static inline void tc_best_launch(const TcPart *p, int M, 
             break;
         case TC_CAND_CLUSTER: tc_wgmma_cluster(M, N, K, alpha, A, Bt, beta, C); break;
         case TC_CAND_SPLITK: tc_wgmma_splitk_by(M, N, K, alpha, A, Bt, beta, C, p->splits); break;
+        case TC_CAND_SKINNY: tc_mma_skinny_by(M, N, K, alpha, A, Bt, beta, C, p->splits); break;
         default: tc_mma_pipeline_launch(M, N, K, alpha, A, Bt, beta, C); break;
     }
 }

@@ -96,6 +96,27 @@ __device__ __forceinline__ void tc_store_pair(float *C, int M, int N, int r, int
     tc_store_pairs<1>(C, M, N, rr, cc, vv, alpha, beta, pairs);
 }
 
+/* How a tile leaves the kernel: stored as alpha * acc + beta * C, or (split-K) added. */
+enum { TC_EPI_STORE, TC_EPI_ADD };
+
+/* Split-K's epilogue: a pair added into C, with one 8-byte atomic where the row allows it
+ * (the float2 atomicAdd exists from sm_90 on; older GPUs add the two floats one by one). */
+__device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c, float v0,
+                                            float v1, bool pairs)
+{
+    if (r >= M || c >= N) return;
+    float *p = C + (size_t)r * N + c;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (pairs && c + 1 < N) {
+        atomicAdd((float2 *)p, make_float2(v0, v1));
+        return;
+    }
+#endif
+    (void)pairs;
+    atomicAdd(p, v0);
+    if (c + 1 < N) atomicAdd(p + 1, v1);
+}
+
 static inline bool tc_c_pairs(int N, const float *C)
 {
     return N % 2 == 0 && ((uintptr_t)C & 7) == 0;

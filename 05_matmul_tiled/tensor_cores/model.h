@@ -15,6 +15,8 @@
  *   wgmma_splitk      64x128, two blocks an SM, K in `splits` ranges (09_wgmma_splitk.cuh)
  *   mma_pipeline      mma.sync, 128x256: no TMA, so any K and any pointer
  *                     (04_mma_pipeline.cuh)
+ *   mma_skinny        the same kernel with 128x128 tiles, two blocks an SM, K split into
+ *                     `splits` ranges (15_mma_skinny.cuh)
  * The wgmma ones need TMA: rows of A and Bt that are multiples of 16 bytes, 16-byte aligned.
  * Where they are not, the plan can first copy the operands into padded rows
  * (10_wgmma_padded.cuh) and pay for the copy.
@@ -44,10 +46,11 @@
  * model picks for them (the two run one after the other).
  *
  * PADDING. Rows of K elements that TMA cannot describe (K not a multiple of 8 for bf16 or 4
- * for TF32, or an unaligned pointer) leave two plans: mma_pipeline as the operands are, or a
- * copy of each operand TMA refuses into rows of K rounded up (zeros in the extra columns add
- * nothing to the dot products) and the best plan on the copies. The copy reads its operands
- * and writes them once, at copy_share of the DRAM peak, in one more launch. */
+ * for TF32, or an unaligned pointer) leave two plans: mma_pipeline or mma_skinny on the
+ * operands as they are, or a copy of each operand TMA refuses into rows of K rounded up
+ * (zeros in the extra columns add nothing to the dot products) and the best plan on the
+ * copies. The copy reads its operands and writes them once, at copy_share of the DRAM peak,
+ * in one more launch. */
 #ifndef CH05_TENSOR_CORES_MODEL_H
 #define CH05_TENSOR_CORES_MODEL_H
 
@@ -62,6 +65,7 @@ enum {
     TC_CAND_CLUSTER,
     TC_CAND_SPLITK,
     TC_CAND_PIPELINE,
+    TC_CAND_SKINNY,
     TC_NCAND
 };
 
@@ -84,6 +88,7 @@ static const TcCandidate TC_CANDIDATES[TC_NCAND] = {
     {"wgmma_cluster", 128, 256, TC_SCHED_CLUSTER, 0, 1},
     {"wgmma_splitk", 64, 128, TC_SCHED_GRID, 1, 1},
     {"mma_pipeline", 128, 256, TC_SCHED_GRID, 0, 0},
+    {"mma_skinny", 128, 128, TC_SCHED_GRID, 1, 0},
 };
 
 /* A candidate's two fitted numbers. */
@@ -223,7 +228,8 @@ static inline TcPart tc_model_best_part(const TcMachine *m, int M, int N, int K,
 }
 
 /* The plan for operands TMA can describe at this K (tma == 1) or cannot (tma == 0: only
- * mma_pipeline): the best single launch, or a row split where it wins by TC_PLAN_MARGIN. */
+ * mma_pipeline and mma_skinny): the best single launch, or a row split where it wins by
+ * TC_PLAN_MARGIN. */
 static inline TcPlan tc_model_plan_for(const TcMachine *m, int M, int N, int K, int beta_one,
                                        int beta_zero, int tma)
 {
@@ -264,9 +270,9 @@ static inline double tc_model_copy_us(const TcMachine *m, long long rows, int K,
 }
 
 /* tc_best's plan. a_ok, b_ok: whether TMA can describe A and Bt as they are (16-byte row
- * strides and bases). Where it cannot, the faster of mma_pipeline on the operands as they
- * are and the best plan on padded copies of the operands TMA refuses (both copies share one
- * launch, so their bytes add and the launch counts once). */
+ * strides and bases). Where it cannot, the faster of the mma.sync kernels on the operands as
+ * they are and the best plan on padded copies of the operands TMA refuses (both copies share
+ * one launch, so their bytes add and the launch counts once). */
 static inline TcPlan tc_model_plan(const TcMachine *m, int M, int N, int K, float beta, int a_ok,
                                    int b_ok)
 {

@@ -26,7 +26,7 @@ static TcMachine h100(int elem_bytes, const TcParams *p)
     memset(&m, 0, sizeof m);
     m.sms = 132;
     m.cluster_fit = 66;
-    const int occ[TC_NCAND] = {1, 1, 1, 1, 1, 2, 1};
+    const int occ[TC_NCAND] = {1, 1, 1, 1, 1, 2, 1, 2};
     memcpy(m.occupancy, occ, sizeof occ);
     m.flops_per_us = (elem_bytes == 2 ? 4096 : 2048) * 1980.0;
     m.dram_bytes_per_us = 3352.0e3;
@@ -38,7 +38,14 @@ static TcMachine h100(int elem_bytes, const TcParams *p)
 
 /* The parameters of tc_calibrate.py's selftest. */
 static const TcParams SELFTEST = {
-    {{0.55, 4.0}, {0.65, 8.0}, {0.60, 5.0}, {0.68, 6.0}, {0.70, 6.0}, {0.45, 3.0}, {0.35, 5.0}},
+    {{0.55, 4.0},
+     {0.65, 8.0},
+     {0.60, 5.0},
+     {0.68, 6.0},
+     {0.70, 6.0},
+     {0.45, 3.0},
+     {0.35, 5.0},
+     {0.30, 3.0}},
     6.0,
     0.6,
 };
@@ -91,6 +98,8 @@ static void test_same_as_python(void)
         {2, 4095, 4095, 4095, "copy A and Bt into rows of 4096, wgmma_cluster", 291.848},
         {2, 8192, 8192, 8192, "wgmma_cluster", 1615.097},
         {2, 32, 1024, 7000, "wgmma_splitk with 28 splits", 21.472},
+        {2, 33, 7391, 4502, "mma_skinny with 4 splits", 50.777},
+        {2, 2413, 1, 3798, "mma_skinny with 12 splits", 26.660},
         {4, 4096, 4096, 4096, "wgmma_cluster", 408.274},
         {4, 4097, 4097, 4097,
          "copy A and Bt into rows of 4100, wgmma_persistent on rows 0-3967, then wgmma_splitk "
@@ -102,6 +111,8 @@ static void test_same_as_python(void)
         {4, 4095, 4095, 4095, "copy A and Bt into rows of 4096, wgmma_cluster", 547.696},
         {4, 8192, 8192, 8192, "wgmma_cluster", 3128.193},
         {4, 32, 1024, 7000, "wgmma_splitk with 32 splits", 23.352},
+        {4, 33, 7391, 4502, "mma_skinny with 4 splits", 81.807},
+        {4, 2413, 1, 3798, "mma_skinny with 12 splits", 35.279},
     };
     int all = 1;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -159,16 +170,16 @@ static void test_plans_runnable(void)
     expect(all, "05 tc model: every plan of the fitted parameters can run");
 }
 
-/* Without TMA (a capture, say) only mma_pipeline; with one pointer unaligned, only that
- * operand is copied and K stays. */
+/* Without TMA (a capture, say) only the mma.sync kernels; with one pointer unaligned, only
+ * that operand is copied and K stays. */
 static void test_padding(void)
 {
     TcMachine m = h100(2, &TC_PARAMS_BF16);
     TcPlan p = tc_model_plan_for(&m, 3000, 3000, 3001, 0, 0, 0);
-    expect(p.rest.cand == TC_CAND_PIPELINE && (p.top_rows == 0 || p.top.cand == TC_CAND_PIPELINE),
-           "05 tc model: no TMA, mma_pipeline");
+    expect(!TC_CANDIDATES[p.rest.cand].tma && (p.top_rows == 0 || !TC_CANDIDATES[p.top.cand].tma),
+           "05 tc model: no TMA, an mma.sync kernel");
     p = tc_model_plan(&m, 3000, 3000, 3000, -0.5f, 0, 1);
-    expect(p.k == 3000 && (p.pad_a ? !p.pad_b : p.rest.cand == TC_CAND_PIPELINE),
+    expect(p.k == 3000 && (p.pad_a ? !p.pad_b : !TC_CANDIDATES[p.rest.cand].tma),
            "05 tc model: an unaligned A alone is copied, K unchanged");
     p = tc_model_plan(&m, 4096, 4096, 4095, -0.5f, 0, 0);
     expect(p.pad_a && p.pad_b && p.k == 4096,
