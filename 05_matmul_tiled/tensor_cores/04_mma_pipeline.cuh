@@ -11,7 +11,8 @@
  * so the global-memory latency hides behind the tensor cores instead of stalling each slice,
  * and the 256-wide tile cuts the bytes copied per flop by a quarter against 128x128 (each
  * row of A in shared memory feeds 256 columns), in L2 traffic and in shared-memory writes.
- * 228 registers a thread: one block of 8 warps per SM. Prediction: 1.5-2x over step 3.
+ * 226 registers a thread (240 in TF32): one block of 8 warps per SM. Prediction: 1.5-2x
+ * over step 3.
  * Where it stops: shared memory still moves 128 bytes (ldmatrix) + ~48 (the copies) per
  * mma, about 1.4 cycles of its bandwidth per mma that the tensor cores could take in one,
  * and every operand passes through the register file warp by warp. wgmma (05_wgmma.cuh)
