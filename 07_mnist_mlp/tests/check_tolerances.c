@@ -76,6 +76,19 @@ typedef struct {
     double *p1, *p, *v, loss;
 } Ref;
 
+/* Frees what case_make and reference allocated. */
+static void case_free(Case *c, Ref *r)
+{
+    ref_free(&r->s1);
+    ref_free(&r->s2);
+    free(r->p1);
+    free(r->p);
+    free(r->v);
+    free(c->p0);
+    free(c->x);
+    free(c->y);
+}
+
 static void reference(const Case *c, Ref *r)
 {
     size_t n = c->l.total;
@@ -376,14 +389,7 @@ int main(int argc, char **argv)
         for (int q = 0; q < 6; q++)
             printf("  %-12s fp32 model %.1e   one flip at most %.1e\n", WHAT[q], model[q], flip[q]);
         printf("  1/sqrt(B2 H / 2) = %.1e\n", 1.0 / sqrt(c.B2 * c.H / 2.0));
-        ref_free(&r.s1);
-        ref_free(&r.s2);
-        free(r.p1);
-        free(r.p);
-        free(r.v);
-        free(c.p0);
-        free(c.x);
-        free(c.y);
+        case_free(&c, &r);
     }
     int seeds = argc > 1 ? atoi(argv[1]) : 0;
     double worst[6] = {0};
@@ -394,14 +400,7 @@ int main(int argc, char **argv)
         reference(&c, &r);
         printf("256x1024, seed %llu:\n", 1534 + 7919 * (unsigned long long)k);
         model_errors(&c, &r, worst, 1);
-        ref_free(&r.s1);
-        ref_free(&r.s2);
-        free(r.p1);
-        free(r.p);
-        free(r.v);
-        free(c.p0);
-        free(c.x);
-        free(c.y);
+        case_free(&c, &r);
     }
     if (seeds) {
         printf("256x1024, %d other seeds, the runs without a flip:", seeds);
