@@ -265,8 +265,7 @@ static inline void tc_mma_launch(int M, int N, int K, float alpha, const typenam
                                  const typename Cfg::T *Bt, float beta, float *C, int splits = 1)
 {
     int tiles = sgemm_ceil_div(M, Cfg::BM) * sgemm_ceil_div(N, Cfg::BN);
-    int slices = sgemm_ceil_div(K, Cfg::BK), per = sgemm_ceil_div(slices, splits < 1 ? 1 : splits);
-    splits = sgemm_ceil_div(slices, per);
+    int slices = sgemm_ceil_div(K, Cfg::BK), per = tc_split_layers(slices, &splits);
     bool vec = tc_vec16(K, A, Bt), pairs = tc_c_pairs(N, C);
     if (splits <= 1) {
         tc_mma_kernel_ready<Cfg, TC_EPI_STORE>()<<<tiles, Cfg::THREADS, Cfg::SMEM_BYTES>>>(

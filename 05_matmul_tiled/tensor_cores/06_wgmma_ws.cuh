@@ -142,8 +142,7 @@ static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T 
         attr_set = true;
     }
     int tiles = sgemm_ceil_div(M, BM) * sgemm_ceil_div(N, BN);
-    int k_tiles = sgemm_ceil_div(K, TcWgType<T>::BK), split_tiles = sgemm_ceil_div(k_tiles, splits);
-    splits = sgemm_ceil_div(k_tiles, split_tiles); /* no empty layer */
+    int split_tiles = tc_split_layers(sgemm_ceil_div(K, TcWgType<T>::BK), &splits);
     if (EPI == TC_EPI_ADD) tc_prescale(C, M, N, beta);
     CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN);
     dim3 grid(blocks > 0 && blocks < tiles ? blocks : tiles, 1, EPI == TC_EPI_ADD ? splits : 1);

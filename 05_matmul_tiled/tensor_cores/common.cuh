@@ -37,6 +37,16 @@ static inline void tc_prescale(float *C, int M, int N, float beta)
     if (beta != 1.0f) sgemm_scale(C, (size_t)M * N, beta);
 }
 
+/* Split-K's layers: the K-slices a layer when `slices` slices go to *splits layers, and
+ * *splits rounded to the count that leaves no layer empty (model.h's tc_model_splits counts
+ * the same way). */
+static inline int tc_split_layers(int slices, int *splits)
+{
+    int per = sgemm_ceil_div(slices, *splits < 1 ? 1 : *splits);
+    *splits = sgemm_ceil_div(slices, per);
+    return per;
+}
+
 /* The epilogue every tensor-core version shares. A thread owns pairs of neighbouring
  * outputs (row r, columns c and c + 1); each pair is one 8-byte access where the row allows
  * it (pairs: N even and C 8-byte aligned), else one or two 4-byte ones inside the matrix. */

@@ -149,7 +149,8 @@ static inline int tc_model_padded_k(int K, int elem_bytes)
 }
 
 /* The K ranges a split-K launch makes of `splits` over `slices` slices: ranges of
- * ceil(slices / splits) slices, none empty (tc_wgmma_ws_launch rounds the same way). */
+ * ceil(slices / splits) slices, none empty (the launchers round the same way:
+ * tc_split_layers, common.cuh). */
 static inline int tc_model_splits(long long slices, int splits)
 {
     if (splits <= 1 || slices <= 1) return 1;
