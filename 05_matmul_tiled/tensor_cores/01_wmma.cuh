@@ -184,7 +184,7 @@ tc_copy_tile(uint32_t tile, const TcCopyPlan &p, const T *any, int K, int k0, bo
         if (vec) {
             bool ok = row_ok && k_left > 0;
             tc_cp_async16(dst, ok ? (const void *)(src + i * p.step) : (const void *)any, ok);
-        } else {
+        } else if constexpr (sizeof(T) == 2) { /* floats took tc_copy_tile_floats above */
             tc_gather16<T>(dst, (const T *)(src + i * p.step), row_ok ? k_left : 0);
         }
     }
