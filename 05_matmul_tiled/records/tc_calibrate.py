@@ -104,6 +104,15 @@ def rounds(m, c, tiles_m, tiles_n, splits):
     return occ if b < occ else b
 
 
+def warp_share(c, M, N):
+    """tc_model_warp_share: the share of its 64 x 64 mma_skinny's busiest warp multiplies."""
+    if c != SKINNY:
+        return 1.0
+    mt, nt = ceil(min(M, 64), 16), ceil(min(N, 64), 8)
+    nt = 8 if nt > 4 else 4 if nt > 2 else 2
+    return mt * nt / 32.0
+
+
 def part_terms(m, c, M, N, K, splits, beta_one, beta_zero):
     """The prediction as rounds * (flops_us / eff + fixed) against the memory floor, plus
     `const` (what does not depend on eff and fixed, launch costs included)."""
@@ -112,7 +121,7 @@ def part_terms(m, c, M, N, K, splits, beta_one, beta_zero):
     splits = model_splits(slices, splits) if can_split else 1
     per = ceil(slices, splits)
     r = rounds(m, c, ceil(M, bm), ceil(N, bn), splits)
-    flops_us = 2.0 * bm * bn * (per * m.bk) / m.flops_per_us
+    flops_us = 2.0 * bm * bn * (per * m.bk) * warp_share(c, M, N) / m.flops_per_us
     mn = float(M) * N
     mem = (m.elem * (float(M) + N) * K + 4.0 * mn * (1.0 if beta_zero else 2.0)) / m.dram
     const = m.launch_us

@@ -98,11 +98,13 @@ tc_mma_16x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 /* ------------------------------------------------------------------ the shared kernel */
 
 /* A block computes BM x BN of C with warps of 64 x 64 (BM / 64 x BN / 64 of them), STAGES
- * K-slices of 128 bytes in shared memory, plain or swizzled. */
-template <typename T_, int BM_, int BN_, int STAGES_, bool SWIZZLE_> struct TcMmaCfg {
+ * K-slices of 128 bytes in shared memory, plain or swizzled. SKIP (step 15): a warp leaves
+ * out the 16-row and 8-column tiles of C that lie wholly outside the matrix. */
+template <typename T_, int BM_, int BN_, int STAGES_, bool SWIZZLE_, bool SKIP_ = false>
+struct TcMmaCfg {
     typedef T_ T;
     static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
-    static constexpr bool SWIZZLE = SWIZZLE_;
+    static constexpr bool SWIZZLE = SWIZZLE_, SKIP = SKIP_;
     static constexpr int BK = TC_TILE_ROW_BYTES / sizeof(T); /* 64 bf16 or 32 floats */
     static constexpr int WARPS_N = BN / 64, THREADS = 32 * (BM / 64) * WARPS_N;
     static constexpr int A_BYTES = BM * TC_TILE_ROW_BYTES;
@@ -117,8 +119,9 @@ template <typename T_, int BM_, int BN_, int STAGES_, bool SWIZZLE_> struct TcMm
  * bytes. Per k-step: 4 ldmatrix.x4 for A (one per 16-row m-tile), 4 for B (one per pair of
  * 8-column n-tiles), then 4 x 8 = 32 mma on 128 fp32 accumulators a thread. The lane's
  * offsets are those of tile rows 0..15; the swizzle repeats every 8 rows, so whole 16-row
- * steps add 2048 bytes to them. */
-template <typename T, bool SWZ> __device__ __forceinline__ void
+ * steps add 2048 bytes to them. MT < 4 or NT < 8 (step 15): only the first MT m-tiles
+ * and NT n-tiles, where the rest of the warp's 64 x 64 lies outside C. */
+template <typename T, bool SWZ, int MT = 4, int NT = 8> __device__ __forceinline__ void
 tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
 {
     unsigned lane = threadIdx.x % 32;
@@ -128,17 +131,53 @@ tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
         uint32_t a_off = tc_tile_offset(tc_ldsm_a_row(lane), tc_ldsm_a_chunk(lane, s), SWZ);
         uint32_t b_off = tc_tile_offset(tc_ldsm_b_row(lane), tc_ldsm_b_chunk(lane, s), SWZ);
 #pragma unroll
-        for (int i = 0; i < 4; i++) tc_ldsm_x4(a[i], a_rows + i * 16 * TC_TILE_ROW_BYTES + a_off);
+        for (int i = 0; i < MT; i++) tc_ldsm_x4(a[i], a_rows + i * 16 * TC_TILE_ROW_BYTES + a_off);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < NT / 2; j++) {
             tc_ldsm_x4(r, b_rows + j * 16 * TC_TILE_ROW_BYTES + b_off);
             b[2 * j][0] = r[0], b[2 * j][1] = r[1], b[2 * j + 1][0] = r[2], b[2 * j + 1][1] = r[3];
         }
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < MT; i++)
 #pragma unroll
-            for (int j = 0; j < 8; j++) tc_mma_16x8<T>(acc[i][j], a[i], b[j]);
+            for (int j = 0; j < NT; j++) tc_mma_16x8<T>(acc[i][j], a[i], b[j]);
     }
+}
+
+/* Step 15: the warp's slice with only the tiles inside C, mt m-tiles (0..4) and nt n-tiles
+ * (0..8, rounded up to 2, 4 or 8). One copy of the slice per case, chosen by a branch that
+ * is the same for the whole warp: tiles left out are never issued (a tile switched off by a
+ * predicate would still be issued). */
+template <typename T, bool SWZ, int MT> __device__ __forceinline__ void
+tc_warp_slice_cols(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows, int nt)
+{
+    if (nt > 4)
+        tc_warp_slice<T, SWZ, MT, 8>(acc, a_rows, b_rows);
+    else if (nt > 2)
+        tc_warp_slice<T, SWZ, MT, 4>(acc, a_rows, b_rows);
+    else if (nt > 0)
+        tc_warp_slice<T, SWZ, MT, 2>(acc, a_rows, b_rows);
+}
+template <typename T, bool SWZ> __device__ __forceinline__ void
+tc_warp_slice_inside(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows, int mt, int nt)
+{
+    switch (mt) {
+        case 4: tc_warp_slice_cols<T, SWZ, 4>(acc, a_rows, b_rows, nt); break;
+        case 3: tc_warp_slice_cols<T, SWZ, 3>(acc, a_rows, b_rows, nt); break;
+        case 2: tc_warp_slice_cols<T, SWZ, 2>(acc, a_rows, b_rows, nt); break;
+        case 1: tc_warp_slice_cols<T, SWZ, 1>(acc, a_rows, b_rows, nt); break;
+        default: break;
+    }
+}
+
+/* The slice of configuration Cfg: all of the warp's tiles, or (SKIP) those inside C. */
+template <class Cfg> __device__ __forceinline__ void
+tc_cfg_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows, int mt, int nt)
+{
+    if constexpr (Cfg::SKIP)
+        tc_warp_slice_inside<typename Cfg::T, Cfg::SWIZZLE>(acc, a_rows, b_rows, mt, nt);
+    else
+        tc_warp_slice<typename Cfg::T, Cfg::SWIZZLE>(acc, a_rows, b_rows);
 }
 
 /* The K loop over `slices` slices from slice kt0 (all of K but in a split-K layer, step 15).
@@ -150,7 +189,7 @@ tc_warp_slice(float (&acc)[4][8][4], uint32_t a_rows, uint32_t b_rows)
 template <class Cfg> __device__ __forceinline__ void
 tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem, const TcCopyPlan &pa, const TcCopyPlan &pb,
                 const typename Cfg::T *A, const typename Cfg::T *Bt, int K, int kt0, int slices,
-                uint32_t a_rows, uint32_t b_rows, bool vec)
+                uint32_t a_rows, uint32_t b_rows, bool vec, int mt, int nt)
 {
     typedef typename Cfg::T T;
     if constexpr (Cfg::STAGES == 1) {
@@ -160,7 +199,7 @@ tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem, const TcCopyPlan &pa, cons
             tc_cp_async_commit();
             tc_cp_async_wait<0>();
             __syncthreads();
-            tc_warp_slice<T, Cfg::SWIZZLE>(acc, smem + a_rows, smem + b_rows);
+            tc_cfg_slice<Cfg>(acc, smem + a_rows, smem + b_rows, mt, nt);
             __syncthreads();
         }
     } else {
@@ -181,7 +220,7 @@ tc_mma_mainloop(float (&acc)[4][8][4], uint32_t smem, const TcCopyPlan &pa, cons
                     smem + write * Cfg::STAGE_BYTES, pa, pb, A, Bt, K, (kt0 + next) * Cfg::BK, vec);
             tc_cp_async_commit();
             uint32_t stage = smem + read * Cfg::STAGE_BYTES;
-            tc_warp_slice<T, Cfg::SWIZZLE>(acc, stage + a_rows, stage + b_rows);
+            tc_cfg_slice<Cfg>(acc, stage + a_rows, stage + b_rows, mt, nt);
             read = read + 1 == Cfg::STAGES ? 0 : read + 1;
             write = write + 1 == Cfg::STAGES ? 0 : write + 1;
         }
@@ -215,9 +254,11 @@ template <class Cfg, int EPI> __global__ void __launch_bounds__(Cfg::THREADS, Cf
         for (int j = 0; j < 8; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
     int kt0 = blockIdx.y * split_slices, slices = (K + Cfg::BK - 1) / Cfg::BK - kt0;
+    /* the warp's m-tiles (16 rows) and n-tiles (8 columns) inside C, for SKIP */
+    int mt = min(max((M - m0 - wm + 15) / 16, 0), 4), nt = min(max((N - n0 - wn + 7) / 8, 0), 8);
     tc_mma_mainloop<Cfg>(acc, tc_smem(tc_mma_smem), pa, pb, A, Bt, K, kt0,
                          slices < split_slices ? slices : split_slices, wm * TC_TILE_ROW_BYTES,
-                         Cfg::A_BYTES + wn * TC_TILE_ROW_BYTES, vec);
+                         Cfg::A_BYTES + wn * TC_TILE_ROW_BYTES, vec, mt, nt);
     int r = m0 + wm + lane / 4, c = n0 + wn + 2 * (lane % 4);
     if constexpr (EPI == TC_EPI_ADD) {
 #pragma unroll

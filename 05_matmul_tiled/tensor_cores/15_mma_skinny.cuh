@@ -29,7 +29,7 @@
 
 #include "05_matmul_tiled/tensor_cores/02_mma.cuh"
 
-template <typename T> using TcSkinnyCfg = TcMmaCfg<T, 128, 128, 3, true>;
+template <typename T> using TcSkinnyCfg = TcMmaCfg<T, 128, 128, 3, true, true>;
 
 /* Blocks of the skinny kernel an SM holds. */
 template <typename T> static inline int tc_mma_skinny_occupancy(void)

@@ -24,7 +24,9 @@
  * ONE BLOCK'S TIME: its 2 bm bn K' flops (K' its K range, rounded up to whole slices of
  * `bk`) at one SM's tensor-core peak times the candidate's efficiency, plus the candidate's
  * fixed cost a tile (filling the pipeline, the epilogue's read and write of the C tile).
- * Both numbers are fitted per candidate and input type (best_params.h).
+ * Both numbers are fitted per candidate and input type (best_params.h). mma_skinny's warps
+ * leave out the 16-row and 8-column tiles outside C, so where M or N is below a warp's 64
+ * its flops count the busiest warp's share (tc_model_warp_share).
  *
  * ROUNDS. A block per tile: the hardware deals the blocks out to the SMs as they free
  * up, so the busiest SM runs b = ceil(blocks / SMs) of them and the kernel lasts as long as
@@ -172,6 +174,17 @@ static inline long long tc_model_rounds(const TcMachine *m, int c, long long til
     return b < occ ? occ : b;
 }
 
+/* The share of its 64 x 64 that mma_skinny's busiest warp multiplies: its m-tiles of 16 rows
+ * inside C (of 4) times its n-tiles of 8 columns (of 8, rounded up to 2, 4 or 8: the
+ * kernel's cases, 02_mma.cuh's tc_warp_slice_inside). 1 for the other candidates. */
+static inline double tc_model_warp_share(int c, int M, int N)
+{
+    if (c != TC_CAND_SKINNY) return 1.0;
+    long long mt = tc_model_ceil(M < 64 ? M : 64, 16), nt = tc_model_ceil(N < 64 ? N : 64, 8);
+    nt = nt > 4 ? 8 : nt > 2 ? 4 : 2;
+    return (double)(mt * nt) / 32.0;
+}
+
 /* Predicted microseconds of one launch of candidate c on M x N x K with `splits` K ranges.
  * beta_one: beta == 1 (split-K needs no C = beta * C pass); beta_zero: C is not read. */
 static inline double tc_model_part_us(const TcMachine *m, int c, int M, int N, int K, int splits,
@@ -183,7 +196,7 @@ static inline double tc_model_part_us(const TcMachine *m, int c, int M, int N, i
     splits = cd->splits ? tc_model_splits(slices, splits) : 1;
     long long per = tc_model_ceil(slices, splits);
     long long tiles_m = tc_model_ceil(M, cd->bm), tiles_n = tc_model_ceil(N, cd->bn);
-    double flops = 2.0 * cd->bm * cd->bn * (double)(per * m->bk);
+    double flops = 2.0 * cd->bm * cd->bn * (double)(per * m->bk) * tc_model_warp_share(c, M, N);
     double block_us = flops / (m->flops_per_us * f->eff) + f->fixed_us;
     double compute = (double)tc_model_rounds(m, c, tiles_m, tiles_n, splits) * block_us;
     double mn = (double)M * N;
