@@ -152,7 +152,12 @@ tc_copy_tile_floats(uint32_t tile, const TcCopyPlan &p, const float *any, int K,
             int r = i * STRIDE + e; /* rows from the warp's first */
             bool ok = k_ok && r < p.lane_rows;
             uint32_t dst = tile + tc_tile_offset(p.lane_row + r, lane / 4, p.swz) + 4 * (lane % 4);
-            tc_cp_async4(dst, ok ? (const void *)(src + (size_t)r * K) : (const void *)any, ok);
+            tc_cp_async4(dst, ok ? (const void *)src : (const void *)any, ok);
+            /* the next row's address from this one's, each slice anew: the empty asm hides
+             * the sum from the compiler, which would otherwise keep every row's address of
+             * both tiles in registers across the K loop (a hundred and more) */
+            src += e < 3 ? K : (size_t)(STRIDE - 3) * K;
+            asm("" : "+l"(src));
         }
 }
 
