@@ -14,6 +14,9 @@ tensor_cores/skinny.md:
                    of 32 floats: dealt by 16-byte chunks (every instruction touches all 4
                    rows) and row by row (each touches one), and the bytes of the long operand
                    of 33 x 7391 x 4502 in TF32 that each plan moves through DRAM
+  skinny_skip.png  a 128x128 block of mma_skinny on C of 33 rows and on C of 1 column: each
+                   warp's 16-row m-tiles and 8-column n-tiles, those reaching into C issued,
+                   the rest left out
 tensor_cores/past_cublas.md:
   pingpong.png     two consumer warpgroups in time: sharing each tile (the persistent
                    kernel: both reach the epilogue together) and taking turns (ping-pong:
@@ -299,9 +302,50 @@ def skinny_copy():
     save(fig, "skinny_copy.png")
 
 
+def skinny_skip():
+    """A 128x128 block's four warps and their mma tiles, on C of 33 rows and of 1 column."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.4))
+    for ax, (rows, cols, title) in zip(axes, [
+            (33, 128, "33 x 7391 x 4502: C has 33 rows"),
+            (128, 1, "2413 x 1 x 3798: C has 1 column")]):
+        for wm in (0, 64):
+            for wn in (0, 64):
+                mt = min(max(-(-(rows - wm) // 16), 0), 4)
+                nt = min(max(-(-(cols - wn) // 8), 0), 8)
+                nt = 8 if nt > 4 else 4 if nt > 2 else 2 if nt > 0 else 0
+                for i in range(4):
+                    for j in range(8):
+                        on = i < mt and j < nt
+                        box(ax, wn + 8 * j, 128 - wm - 16 * (i + 1), 8, 16,
+                            fc=LIGHT[BLUE] if on else "#eeeeee", ec="white", lw=0.6)
+                box(ax, wn, 64 - wm, 64, 64, fc="none", ec="black", lw=1.4)
+                n = mt * nt
+                ax.text(wn + 32, 76 - wm, f"warp: {n} of 32\nmma tiles", ha="center",
+                        va="center", fontsize=8,
+                        bbox=dict(fc="white", ec="none", alpha=0.8))
+        # C's edge inside the block
+        if rows < 128:
+            ax.plot([-2, 130], [128 - rows] * 2, color=RED, lw=1.6)
+            ax.text(131, 128 - rows, f"row {rows}: C ends", color=RED, fontsize=8, va="center")
+        if cols < 128:
+            ax.plot([cols] * 2, [-2, 130], color=RED, lw=1.6)
+            ax.text(cols + 1, 131, f"column {cols}: C ends", color=RED, fontsize=8)
+        ax.set_xlim(-4, 160)
+        ax.set_ylim(-6, 138)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=9)
+    fig.text(0.01, 0.02, "A block of 128 x 128, four warps of 64 x 64 (black), each of 4 m-tiles "
+             "of 16 rows x 8 n-tiles of 8 columns.\nBlue: the tiles a warp issues, those that "
+             "reach into C (n-tiles rounded up to 2, 4 or 8); grey: left out, never issued.",
+             fontsize=8)
+    save(fig, "skinny_skip.png")
+
+
 if __name__ == "__main__":
     tma_stride()
     tc_rounds()
     pingpong()
     e4m3()
     skinny_copy()
+    skinny_skip()
