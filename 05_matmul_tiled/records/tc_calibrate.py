@@ -382,6 +382,29 @@ def fit_type(t, gpu, times):
 
 # ---------------------------------------------------------------- the report and the header
 
+def by_alignment(t, m, times):
+    """The candidates that run on rows TMA refuses (no TMA): the geometric mean and the range
+    of measured / predicted, apart for rows of K that are whole 16 bytes and for those that
+    are not (copied by 4 bytes for tf32, 2 for bf16: a cost the model does not have)."""
+    lines = []
+    for c in range(NCAND):
+        if CANDIDATES[c][5] or m.occupancy[c] < 1:
+            continue
+        groups = {True: [], False: []}
+        for M, N, K, us, s in fit_points(m, t, times, c):
+            pred = part_us(m, c, M, N, K, s, BETA == 1.0, BETA == 0.0)
+            groups[(K * m.elem) % 16 == 0].append(us / pred)
+        for ok in (True, False):
+            r = groups[ok]
+            if not r:
+                continue
+            gm = math.exp(sum(math.log(x) for x in r) / len(r))
+            lines.append(f"  {CANDIDATES[c][0]:<18} K {'a whole' if ok else 'not a whole':<11}"
+                         f" 16 bytes: measured / predicted {gm:.2f} (geometric mean of"
+                         f" {len(r)}), {min(r):.2f} to {max(r):.2f}")
+    return lines
+
+
 def report(t, m, times):
     shapes = sorted({s for (k, s) in times if k.endswith("_" + t)},
                     key=lambda s: (s[0] * s[1] * s[2], s))
@@ -515,6 +538,8 @@ def main():
             eff, fixed = m.fit[c]
             print(f"  {CANDIDATES[c][0]:<18} efficiency {eff:.4f}, fixed {fixed:7.3f} us a tile"
                   f"  ({n} shapes{'' if ok else ': not measured'})")
+        for line in by_alignment(t, m, times):
+            print(line)
         report(t, m, times)
     if not a.no_write:
         write_header(os.path.normpath(a.out), gpu_name, "\n *     and ".join(a.csv), machines)
