@@ -81,6 +81,11 @@ class Machine:
         self.copy_share = copy_share
 
 
+def tma_rows(m, K):
+    """Whether rows of K elements are whole 16 bytes, as TMA needs (else the float copy)."""
+    return (K * m.elem) % 16 == 0
+
+
 def padded_k(K, elem):
     q = 16 // elem
     return ceil(K, q) * q
@@ -313,7 +318,7 @@ def fit_points(m, t, times, c):
     for (k, (M, N, K)), us in times.items():
         if k != name:
             continue
-        if CANDIDATES[c][5] and (K * m.elem) % 16:
+        if CANDIDATES[c][5] and not tma_rows(m, K):
             continue
         s = splitk_count(m, M, N, K) if c == SPLITK else (
             skinny_count(m, M, N, K) if c == SKINNY else 1)
@@ -366,7 +371,7 @@ def fit_type(t, gpu, times):
     # the copy's share of the DRAM peak: wgmma_padded minus wgmma_ws on the same shapes
     shares = []
     for (k, (M, N, K)), us in times.items():
-        if k != "wgmma_padded_" + t or (K * m.elem) % 16:
+        if k != "wgmma_padded_" + t or not tma_rows(m, K):
             continue
         ws = times.get(("wgmma_ws_" + t, (M, N, K)))
         kp = padded_k(K, m.elem)
@@ -393,7 +398,7 @@ def by_alignment(t, m, times):
         groups = {True: [], False: []}
         for M, N, K, us, s in fit_points(m, t, times, c):
             pred = part_us(m, c, M, N, K, s, BETA == 1.0, BETA == 0.0)
-            groups[(K * m.elem) % 16 == 0].append(us / pred)
+            groups[tma_rows(m, K)].append(us / pred)
         for ok in (True, False):
             r = groups[ok]
             if not r:
@@ -417,7 +422,7 @@ def report(t, m, times):
     ratio_log = 0.0
     for s in shapes:
         M, N, K = s
-        stride_ok = (K * m.elem) % 16 == 0
+        stride_ok = tma_rows(m, K)
         p = plan(m, M, N, K, BETA, stride_ok, stride_ok)
         measured = [(times[(n, s)], n) for n in names if (n, s) in times]
         fastest = min(measured) if measured else None
@@ -501,7 +506,7 @@ def selftest():
                         (256, 1024, 784), (1024, 784, 32), (4095, 4095, 4095),
                         (8192, 8192, 8192), (32, 1024, 7000), (33, 7391, 4502),
                         (2413, 1, 3798)]:
-            ok = (K * m.elem) % 16 == 0
+            ok = tma_rows(m, K)
             p = plan(m, M, N, K, BETA, ok, ok)
             print(f"{t} {M}x{N}x{K}: {describe(p)}; {p['us']:.3f}")
 
