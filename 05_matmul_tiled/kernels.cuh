@@ -96,6 +96,9 @@
  * tensor_cores/15_mma_skinny.cuh  tc_mma_skinny_{bf16,tf32}: step 4's kernel with 128x128
  *                          tiles, two blocks an SM, and K split: skinny products at any K,
  *                          their long operand read once, no copy
+ * tensor_cores/16_wgmma_wide.cuh  tc_wgmma_wide_bf16, tc_wgmma_wide_cluster_bf16: the
+ *                          persistent and cluster kernels with 128x320 tiles (fewer L2 bytes
+ *                          a multiply-add)
  * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
  *                          round's fill, a fitted efficiency and fixed cost per kernel
  *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)

@@ -25,6 +25,7 @@
 #include "05_matmul_tiled/tensor_cores/round.h"
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 #include "05_matmul_tiled/tensor_cores/14_wgmma_fp8.cuh"
+#include "05_matmul_tiled/tensor_cores/16_wgmma_wide.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
  * (tensor_cores/common.cuh) for input type T, and what the version needs: nothing (false),

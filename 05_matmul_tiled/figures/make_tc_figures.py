@@ -23,6 +23,11 @@ tensor_cores/past_cublas.md:
                    one's epilogue under the other's main loop)
   e4m3.png         the bits of fp32, bf16, TF32 and e4m3, and every positive e4m3 value on a
                    log scale: subnormals, 8 values a binade, the largest finite 448
+tensor_cores/wide_tiles.md:
+  tile_cost.png    the two costs of a tile: the bytes of A and Bt a multiply-add asks of the
+                   L2 for each tile shape (alone, and with Bt shared by a pair of blocks), and
+                   one SM's time, tile after tile, at K = 8192 and at K = 32768: main loops as
+                   long as K, the epilogue and the change of tile the same length at both
 
 Every number drawn is a format constant, a hardware constant (132 SMs) or a tile size of the
 chapter's code; nothing here is measured.
@@ -342,6 +347,50 @@ def skinny_skip():
     save(fig, "skinny_skip.png")
 
 
+def tile_cost():
+    fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), gridspec_kw={"width_ratios": [1, 1.6]})
+    # left: bytes of A and Bt per multiply-add through the L2 (2-byte bf16), per k-slice a block
+    # loads BM + BN rows (or BM + BN / 2 when a pair shares Bt by multicast)
+    ax = axes[0]
+    shapes = [("128x128", 128, 128, 1), ("128x256", 128, 256, 1), ("128x320", 128, 320, 1),
+              ("128x256\npair", 128, 256, 2), ("128x320\npair", 128, 320, 2)]
+    for i, (name, bm, bn, share) in enumerate(shapes):
+        per = 2.0 * (bm + bn / share) / (bm * bn)
+        color = BLUE if share == 1 else GREEN
+        ax.bar(i, per, color=LIGHT[color], edgecolor=color)
+        ax.text(i, per + 0.0004, f"{per:.4f}", ha="center", fontsize=7)
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels([s[0] for s in shapes], fontsize=7)
+    ax.set_ylabel("bytes of A and Bt from the L2\na multiply-add (bf16)", fontsize=8)
+    ax.set_title("Bigger tiles and a shared Bt ask less of the L2", fontsize=8, loc="left")
+    ax.tick_params(labelsize=7)
+    # right: one SM, tile after tile: the main loop scales with K, the per-tile cost does not
+    ax = axes[1]
+    F = 0.3  # the epilogue and the change of tile, in drawing units
+    for y, main, n, label in [(1.3, 1.5, 6, "K = 8192"), (0.2, 6.0, 2, "K = 32768")]:
+        t = 0.0
+        for i in range(n):
+            box(ax, t, y, main, 0.7, fc=LIGHT[BLUE], ec=BLUE, text="main loop", fs=6.5)
+            box(ax, t + main, y, F, 0.7, fc=LIGHT[ORANGE], ec=ORANGE, text="", fs=6)
+            t += main + F
+        ax.text(-0.2, y + 0.35, label, ha="right", va="center", fontsize=7)
+        ax.text(t + 0.2, y + 0.35, f"tensor cores busy\n{main / (main + F):.0%} of the time",
+                fontsize=7, va="center")
+    ax.text(1.5 + 0.05, 2.15, "orange: the epilogue and the change of tile, the same length "
+            "whatever K", fontsize=7, color=ORANGE)
+    ax.set_xlim(-1.6, 16.5)
+    ax.set_ylim(0.0, 2.4)
+    ax.axis("off")
+    ax.set_title("A fixed cost per tile is a share of the time that falls as K grows",
+                 fontsize=8, loc="left")
+    fig.text(0.01, -0.03, "Left: per k-slice a BM x BN tile loads BM + BN rows of 64 bf16 for "
+             "BM x BN x 64 multiply-adds; a pair of blocks sharing Bt by multicast loads BN / 2 "
+             "of its rows each. Right: a drawing, not a measurement; the share of the "
+             "orange boxes is what the K = 32768 run measures.", fontsize=7)
+    fig.tight_layout()
+    save(fig, "tile_cost.png")
+
+
 if __name__ == "__main__":
     tma_stride()
     tc_rounds()
@@ -349,3 +398,4 @@ if __name__ == "__main__":
     e4m3()
     skinny_copy()
     skinny_skip()
+    tile_cost()

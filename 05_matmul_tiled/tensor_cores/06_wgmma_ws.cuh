@@ -59,12 +59,15 @@ __device__ __forceinline__ void tc_consume_tile(float (&d)[BN / 2], uint8_t *sme
 #endif
 }
 
+/* Rows of Bt a TMA box holds: a box has at most 256 rows, so a 320-row tile takes two. */
+__host__ __device__ constexpr int tc_b_box(int bn) { return bn > 256 ? bn / 2 : bn; }
+
 /* Warpgroup 0 produces, warpgroups 1 .. CONSUMERS consume (64 rows of the tile each).
  * Tiles tile = blockIdx.x, + gridDim.x, ... (one when the grid has a block per tile; a
  * persistent grid has one block per SM). With EPI == TC_EPI_ADD, grid layer blockIdx.z
  * multiplies K-slices [z * split_tiles, (z + 1) * split_tiles) only and adds its partial
- * product into C. With 256-wide tiles the producer drops to 40 registers and the consumers
- * rise to 232 (setmaxnreg): 128 accumulators a thread plus addresses. */
+ * product into C. With 256- or 320-wide tiles the producer drops to 40 registers and the
+ * consumers rise to 232 (setmaxnreg): 128 or 160 accumulators a thread plus addresses. */
 template <typename T, int BN, int STAGES, int CONSUMERS, int EPI>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
     tc_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -74,7 +77,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 64 * CONSUMERS, BK = TcWgType<T>::BK;
     constexpr int A_BYTES = BM * TC_ROW_BYTES, STAGE_BYTES = A_BYTES + BN * TC_ROW_BYTES;
-    constexpr bool SHIFT_REGS = BN == 256;
+    constexpr bool SHIFT_REGS = BN >= 256;
+    constexpr int B_BOX = tc_b_box(BN);
     __shared__ uint64_t full[STAGES], empty[STAGES];
     extern __shared__ uint8_t tc_smem_raw[];
     uint8_t *smem = tc_align1024(tc_smem_raw);
@@ -107,6 +111,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
                 tc_mbar_arrive_expect(&full[s], STAGE_BYTES);
                 tc_tma_load(st, &map_a, &full[s], (k_first + kt) * BK, m0);
                 tc_tma_load(st + A_BYTES, &map_b, &full[s], (k_first + kt) * BK, n0);
+                if (BN > B_BOX) /* a box has at most 256 rows: a 320-row tile takes two */
+                    tc_tma_load(st + A_BYTES + B_BOX * TC_ROW_BYTES, &map_b, &full[s],
+                                (k_first + kt) * BK, n0 + B_BOX);
             }
         }
         return;
@@ -144,7 +151,7 @@ static inline void tc_wgmma_ws_launch(int M, int N, int K, float alpha, const T 
     int tiles = sgemm_ceil_div(M, BM) * sgemm_ceil_div(N, BN);
     int split_tiles = tc_split_layers(sgemm_ceil_div(K, TcWgType<T>::BK), &splits);
     if (EPI == TC_EPI_ADD) tc_prescale(C, M, N, beta);
-    CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, BN);
+    CUtensorMap ma = tc_tensor_map(A, M, K, BM), mb = tc_tensor_map(Bt, N, K, tc_b_box(BN));
     dim3 grid(blocks > 0 && blocks < tiles ? blocks : tiles, 1, EPI == TC_EPI_ADD ? splits : 1);
     tc_wgmma_ws_kernel<T, BN, STAGES, CONSUMERS, EPI><<<grid, 128 * (CONSUMERS + 1), smem>>>(
         ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C), split_tiles);

@@ -29,7 +29,7 @@
 #include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
 
 #define TC_CLUSTER_BM 128
-#define TC_CLUSTER_BN 256
+#define TC_CLUSTER_BN 256 /* the default; step 16 (16_wgmma_wide.cuh) launches 320 */
 
 /* The end of a consumer warp's reads of stage s: it frees the stage in both blocks. */
 __device__ __forceinline__ void tc_cluster_release(uint64_t *empty, unsigned peer)
@@ -41,13 +41,13 @@ __device__ __forceinline__ void tc_cluster_release(uint64_t *empty, unsigned pee
     }
 }
 
-template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
+template <typename T, int STAGES, int BN = TC_CLUSTER_BN> __global__ void __launch_bounds__(384, 1)
     tc_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a,
                             const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
                             float alpha, float beta, float *C, bool pairs)
 {
 #ifdef TC_WGMMA_DEVICE
-    constexpr int BM = TC_CLUSTER_BM, BN = TC_CLUSTER_BN, BK = TcWgType<T>::BK;
+    constexpr int BM = TC_CLUSTER_BM, BK = TcWgType<T>::BK;
     constexpr int A_BYTES = BM * TC_ROW_BYTES, HALF_B_BYTES = BN / 2 * TC_ROW_BYTES;
     constexpr int STAGE_BYTES = A_BYTES + 2 * HALF_B_BYTES;
     constexpr unsigned CONSUMER_WARPS = 8;
@@ -104,21 +104,21 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
 }
 
 /* The launch of tc_wgmma_cluster_kernel<T>: 384 threads, the stages, clusters of two. */
-template <typename T> struct TcClusterLaunch {
+template <typename T, int BN = TC_CLUSTER_BN> struct TcClusterLaunch {
     cudaLaunchAttribute cluster_dim;
     cudaLaunchConfig_t cfg;
     void (*kernel)(const CUtensorMap, const CUtensorMap, int, int, int, float, float, float *,
                    bool);
     TcClusterLaunch()
     {
-        kernel = tc_wgmma_cluster_kernel<T, TC_WS_STAGES>;
+        kernel = tc_wgmma_cluster_kernel<T, TC_WS_STAGES, BN>;
         cluster_dim.id = cudaLaunchAttributeClusterDimension;
         cluster_dim.val.clusterDim.x = 2;
         cluster_dim.val.clusterDim.y = 1;
         cluster_dim.val.clusterDim.z = 1;
         cfg = cudaLaunchConfig_t{};
         cfg.blockDim = dim3(384);
-        cfg.dynamicSmemBytes = tc_stage_smem(TC_CLUSTER_BM, TC_CLUSTER_BN, TC_WS_STAGES);
+        cfg.dynamicSmemBytes = tc_stage_smem(TC_CLUSTER_BM, BN, TC_WS_STAGES);
         cfg.attrs = &cluster_dim;
         cfg.numAttrs = 1;
     }
@@ -127,11 +127,11 @@ template <typename T> struct TcClusterLaunch {
 /* How many clusters of two blocks are resident at once on this GPU (a cluster's blocks must
  * sit in one GPC, so this can be fewer than SMs / 2); the first call sets the kernel's
  * shared-memory limit. */
-template <typename T> static inline int tc_wgmma_cluster_fit(void)
+template <typename T, int BN = TC_CLUSTER_BN> static inline int tc_wgmma_cluster_fit(void)
 {
     static int fit = 0;
     if (!fit) {
-        TcClusterLaunch<T> l;
+        TcClusterLaunch<T, BN> l;
         CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)l.cfg.dynamicSmemBytes));
         l.cfg.gridDim = dim3(2 * sgemm_sm_count());
@@ -147,16 +147,15 @@ template <typename T> static inline int tc_wgmma_cluster_fit(void)
 }
 
 /* Launches as many clusters of two as fit at once, or fewer when C has fewer tile pairs. */
-template <typename T> static inline void
+template <typename T, int BN = TC_CLUSTER_BN> static inline void
 tc_wgmma_cluster(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
     tc_wgmma_require(K, A, Bt);
-    int fit = tc_wgmma_cluster_fit<T>();
-    TcClusterLaunch<T> l;
-    int pair_tiles = (sgemm_ceil_div(M, TC_CLUSTER_BM) + 1) / 2 * sgemm_ceil_div(N, TC_CLUSTER_BN);
+    int fit = tc_wgmma_cluster_fit<T, BN>();
+    TcClusterLaunch<T, BN> l;
+    int pair_tiles = (sgemm_ceil_div(M, TC_CLUSTER_BM) + 1) / 2 * sgemm_ceil_div(N, BN);
     l.cfg.gridDim = dim3(2 * (pair_tiles < fit ? pair_tiles : fit));
-    CUtensorMap ma = tc_tensor_map(A, M, K, TC_CLUSTER_BM),
-                mb = tc_tensor_map(Bt, N, K, TC_CLUSTER_BN / 2);
+    CUtensorMap ma = tc_tensor_map(A, M, K, TC_CLUSTER_BM), mb = tc_tensor_map(Bt, N, K, BN / 2);
     CUDA_CHECK(
         cudaLaunchKernelEx(&l.cfg, l.kernel, ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C)));
     CHECK_LAUNCH();

@@ -202,10 +202,13 @@ template <int R> __device__ __forceinline__ void tc_fence_regs(float (&d)[R])
     for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/* wgmma operand lists: 64 or 128 accumulators a thread. */
+/* wgmma operand lists: 32, 64 or 128 accumulators a thread. */
 #define TC_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define TC_D16(i) TC_D4(i), TC_D4(i + 4), TC_D4(i + 8), TC_D4(i + 12)
 #define TC_D64(i) TC_D16(i), TC_D16(i + 16), TC_D16(i + 32), TC_D16(i + 48)
+#define TC_REGS32                                                             \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define TC_REGS64                                                                      \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
@@ -223,9 +226,18 @@ template <int R> __device__ __forceinline__ void tc_fence_regs(float (&d)[R])
     "%125, %126, %127}"
 
 /* d += A_slice * B_slice for one 32-byte K step: m64nNk16 (bf16) or m64nNk8 (tf32), N = 128
- * or 256, accumulating (scale-d = 1) in fp32. */
+ * or 256 (and 64 in bf16, step 16's second instruction), accumulating (scale-d = 1) in fp32. */
 template <typename T, int N>
 __device__ __forceinline__ void tc_wgmma(float (&d)[N / 2], uint64_t a, uint64_t b);
+
+template <>
+__device__ __forceinline__ void tc_wgmma<bf16, 64>(float (&d)[32], uint64_t a, uint64_t b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TC_REGS32
+                 ", %32, %33, 1, 1, 1, 0, 0;\n"
+                 : TC_D16(0), TC_D16(16)
+                 : "l"(a), "l"(b));
+}
 
 template <>
 __device__ __forceinline__ void tc_wgmma<bf16, 128>(float (&d)[64], uint64_t a, uint64_t b)
@@ -264,14 +276,25 @@ __device__ __forceinline__ void tc_wgmma<float, 256>(float (&d)[128], uint64_t a
 }
 
 /* One stage of this warpgroup's work: its 64 rows of A (a) times all BN rows of Bt (b),
- * 4 wgmma along the stage's 128 bytes of K. Advancing the descriptors by 32 bytes walks
- * along K inside the swizzled rows (the swizzle is applied to the final address). */
+ * 4 wgmma along the stage's 128 bytes of K (8 for BN = 320, which has no instruction of its
+ * own). Advancing the descriptors by 32 bytes walks along K inside the swizzled rows (the
+ * swizzle is applied to the final address). */
 template <typename T, int BN> __device__ __forceinline__ void
 tc_wgmma_stage(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b)
 {
+    if constexpr (BN == 320) { /* no m64n320: columns 0-255 by m64n256, 256-319 by m64n64 */
+        float(&lo)[128] = *reinterpret_cast<float(*)[128]>(&d[0]);
+        float(&hi)[32] = *reinterpret_cast<float(*)[32]>(&d[128]);
 #pragma unroll
-    for (int k = 0; k < TC_K_STEPS; k++)
-        tc_wgmma<T, BN>(d, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
+        for (int k = 0; k < TC_K_STEPS; k++) {
+            tc_wgmma<T, 256>(lo, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
+            tc_wgmma<T, 64>(hi, tc_desc(a + 32 * k), tc_desc(b + 256 * TC_ROW_BYTES + 32 * k));
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < TC_K_STEPS; k++)
+            tc_wgmma<T, BN>(d, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
+    }
 }
 
 /* ------------------------------------------------------------------ host side */
