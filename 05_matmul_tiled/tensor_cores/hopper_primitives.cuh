@@ -276,19 +276,20 @@ __device__ __forceinline__ void tc_wgmma<float, 256>(float (&d)[128], uint64_t a
 }
 
 /* One stage of this warpgroup's work: its 64 rows of A (a) times all BN rows of Bt (b),
- * 4 wgmma along the stage's 128 bytes of K (8 for BN = 320, which has no instruction of its
- * own). Advancing the descriptors by 32 bytes walks along K inside the swizzled rows (the
- * swizzle is applied to the final address). */
+ * 4 wgmma along the stage's 128 bytes of K (8 for BN over 256, the widest instruction:
+ * BN = 320 is an m64n256 and an m64n64). Advancing the descriptors by 32 bytes walks along
+ * K inside the swizzled rows (the swizzle is applied to the final address). */
 template <typename T, int BN> __device__ __forceinline__ void
 tc_wgmma_stage(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b)
 {
-    if constexpr (BN == 320) { /* no m64n320: columns 0-255 by m64n256, 256-319 by m64n64 */
+    if constexpr (BN > 256) { /* columns 0-255 by m64n256, the rest by a second wgmma */
+        constexpr int REST = BN - 256;
         float(&lo)[128] = *reinterpret_cast<float(*)[128]>(&d[0]);
-        float(&hi)[32] = *reinterpret_cast<float(*)[32]>(&d[128]);
+        float(&hi)[REST / 2] = *reinterpret_cast<float(*)[REST / 2]>(&d[128]);
 #pragma unroll
         for (int k = 0; k < TC_K_STEPS; k++) {
             tc_wgmma<T, 256>(lo, tc_desc(a + 32 * k), tc_desc(b + 32 * k));
-            tc_wgmma<T, 64>(hi, tc_desc(a + 32 * k), tc_desc(b + 256 * TC_ROW_BYTES + 32 * k));
+            tc_wgmma<T, REST>(hi, tc_desc(a + 32 * k), tc_desc(b + 256 * TC_ROW_BYTES + 32 * k));
         }
     } else {
 #pragma unroll
