@@ -1,0 +1,197 @@
+/* Chapter 05, part two, step 17: stream-K on the persistent kernel (sm_90a only).
+ *
+ *   tc_wgmma_streamk_bf16  the persistent kernel's 128x256 tiles dealt out by k-slices: the
+ *                          product's tiles x slices (tile, slice) pairs are cut into one equal
+ *                          run a block, one block an SM. Every SM then has the same work to
+ *                          within a slice (no last round half empty), and since each run
+ *                          starts at a different point of a tile, the blocks reach their
+ *                          epilogues at different times instead of all at once.
+ *
+ * A run longer than a tile starts inside one tile (its tail: slices k0 .. end) and ends
+ * inside another (its head: slices 0 .. k1); block b's head tile is block b + 1's tail tile.
+ * The tail comes first in block b + 1's run, so it is finished early: its consumers write
+ * their fp32 accumulators to a workspace slot of their own (coalesced: register i of the 256
+ * consumer threads side by side) and raise the slot's flag to this launch's number. Block b
+ * meets the same tile at the end of its run, waits for the flag (long since raised), adds
+ * the slot to its accumulators, and stores the tile with alpha and beta as any other: C is
+ * read and written once, by one block, and the sum does not depend on timing. Shapes with
+ * fewer tiles than blocks (a run shorter than a tile) go to the persistent kernel. */
+#ifndef CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
+#define CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
+
+#include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
+
+/* The piece of a tile the run at slice s (ending at `end`) works on next. */
+__device__ __forceinline__ void tc_streamk_piece(int s, int end, int k_count, int *tile, int *k0,
+                                                 int *k1)
+{
+    *tile = s / k_count;
+    *k0 = s % k_count;
+    *k1 = end - s < k_count - *k0 ? *k0 + end - s : k_count;
+}
+
+/* Named barrier 1 among the 256 consumer threads (the producer warpgroup is not in it). */
+__device__ __forceinline__ void tc_consumers_sync(void)
+{
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+}
+
+template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
+    tc_wgmma_streamk_kernel(const __grid_constant__ CUtensorMap map_a,
+                            const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
+                            float alpha, float beta, float *C, bool pairs, float *work,
+                            unsigned *flags, unsigned launch)
+{
+#ifdef TC_WGMMA_DEVICE
+    constexpr int BM = 128, BN = 256, BK = TcWgType<T>::BK;
+    constexpr int A_BYTES = BM * TC_ROW_BYTES, STAGE_BYTES = A_BYTES + BN * TC_ROW_BYTES;
+    constexpr int REGS = BN / 2; /* accumulators a consumer thread */
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+    extern __shared__ uint8_t tc_smem_raw[];
+    uint8_t *smem = tc_align1024(tc_smem_raw);
+    const int wg = threadIdx.x / 128;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int k_count = (K + BK - 1) / BK;
+    const long long total = (long long)tiles_m * tiles_n * k_count;
+    /* at most 512 x 256 tiles of 1024 slices (65536 a side): under 2^31 */
+    const int start = (int)(total * blockIdx.x / gridDim.x);
+    const int end = (int)(total * (blockIdx.x + 1) / gridDim.x);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            tc_mbar_init(&full[s], 1);
+            tc_mbar_init(&empty[s], 256);
+        }
+        tc_mbar_fence_init();
+    }
+    __syncthreads();
+    if (wg == 0) { /* the producer: the run's slices, piece after piece */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x != 0) return;
+        int it = 0;
+        for (int s = start; s < end;) {
+            int tile, k0, k1, m0, n0;
+            tc_streamk_piece(s, end, k_count, &tile, &k0, &k1);
+            tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
+            for (int kt = k0; kt < k1; kt++, it++) {
+                int st_i = it % STAGES;
+                uint8_t *st = smem + st_i * STAGE_BYTES;
+                tc_mbar_wait(&empty[st_i], ((it / STAGES) & 1) ^ 1);
+                tc_mbar_arrive_expect(&full[st_i], STAGE_BYTES);
+                tc_tma_load(st, &map_a, &full[st_i], kt * BK, m0);
+                tc_tma_load(st + A_BYTES, &map_b, &full[st_i], kt * BK, n0);
+            }
+            s += k1 - k0;
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int rows = 64 * (wg - 1), t = threadIdx.x - 128; /* t: 0 .. 255 among consumers */
+    int it = 0;
+    for (int s = start; s < end;) {
+        int tile, k0, k1, m0, n0;
+        tc_streamk_piece(s, end, k_count, &tile, &k0, &k1);
+        tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
+        float d[REGS];
+        tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k1 - k0, it,
+                                       [&](int stage) { tc_mbar_arrive(&empty[stage]); });
+        if (k0 > 0) { /* a tail: block b - 1 finishes this tile */
+            float *slot = work + (size_t)blockIdx.x * REGS * 256;
+#pragma unroll
+            for (int i = 0; i < REGS; i++) slot[i * 256 + t] = d[i];
+            __threadfence();
+            tc_consumers_sync();
+            if (t == 0) atomicExch(&flags[blockIdx.x], launch);
+        } else {
+            if (k1 < k_count) { /* a head: block b + 1 computed the rest of this tile */
+                if (t == 0) {
+                    while (atomicAdd(&flags[blockIdx.x + 1], 0u) != launch) __nanosleep(256);
+                    __threadfence();
+                }
+                tc_consumers_sync();
+                const float *slot = work + (size_t)(blockIdx.x + 1) * REGS * 256;
+#pragma unroll
+                for (int i = 0; i < REGS; i++) d[i] += __ldcg(&slot[i * 256 + t]);
+            }
+            tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
+        }
+        s += k1 - k0;
+    }
+#endif
+}
+
+/* The workspace (one 128 KB slot a block) and the flags, per GPU, grown as needed; false
+ * during a graph capture (a capture cannot allocate). */
+#define TC_STREAMK_DEVICES 16
+static float *tc_streamk_work[TC_STREAMK_DEVICES];
+static unsigned *tc_streamk_flags[TC_STREAMK_DEVICES];
+static int tc_streamk_slots[TC_STREAMK_DEVICES];
+static unsigned tc_streamk_launch[TC_STREAMK_DEVICES];
+
+static inline void tc_streamk_free(void)
+{
+    for (int d = 0; d < TC_STREAMK_DEVICES; d++) {
+        if (tc_streamk_work[d]) cudaFree(tc_streamk_work[d]);
+        if (tc_streamk_flags[d]) cudaFree(tc_streamk_flags[d]);
+    }
+}
+
+static inline bool tc_streamk_reserve(int blocks, float **work, unsigned **flags, unsigned *launch)
+{
+    static bool registered = false;
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= TC_STREAMK_DEVICES) return false;
+    cudaStreamCaptureStatus capturing;
+    CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return false;
+    if (blocks > tc_streamk_slots[dev]) {
+        if (!registered) atexit(tc_streamk_free), registered = true;
+        if (tc_streamk_work[dev]) CUDA_CHECK(cudaFree(tc_streamk_work[dev]));
+        if (tc_streamk_flags[dev]) CUDA_CHECK(cudaFree(tc_streamk_flags[dev]));
+        tc_streamk_work[dev] = NULL, tc_streamk_flags[dev] = NULL, tc_streamk_slots[dev] = 0;
+        CUDA_CHECK(cudaMalloc(&tc_streamk_work[dev], (size_t)blocks * 128 * 256 * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&tc_streamk_flags[dev], (size_t)blocks * sizeof(unsigned)));
+        CUDA_CHECK(cudaMemset(tc_streamk_flags[dev], 0, (size_t)blocks * sizeof(unsigned)));
+        tc_streamk_slots[dev] = blocks;
+        tc_streamk_launch[dev] = 0;
+    }
+    /* a launch number no flag holds yet (0 is the flags' first value) */
+    if (++tc_streamk_launch[dev] == 0) {
+        CUDA_CHECK(
+            cudaMemset(tc_streamk_flags[dev], 0, (size_t)tc_streamk_slots[dev] * sizeof(unsigned)));
+        tc_streamk_launch[dev] = 1;
+    }
+    *work = tc_streamk_work[dev], *flags = tc_streamk_flags[dev];
+    *launch = tc_streamk_launch[dev];
+    return true;
+}
+
+/* One block an SM over the tiles' slices; the persistent kernel where there are fewer tiles
+ * than blocks or no workspace can be had. */
+static inline void tc_wgmma_streamk_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                         const bf16 *Bt, float beta, float *C)
+{
+    constexpr int STAGES = TC_WS_STAGES;
+    int blocks = sgemm_sm_count();
+    int tiles = sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256);
+    float *work;
+    unsigned *flags, launch;
+    if (tiles < blocks || !tc_streamk_reserve(blocks, &work, &flags, &launch)) {
+        tc_wgmma_persistent_bf16(M, N, K, alpha, A, Bt, beta, C);
+        return;
+    }
+    tc_wgmma_require(K, A, Bt);
+    int smem = tc_stage_smem(128, 256, STAGES);
+    static bool attr_set = false;
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_streamk_kernel<bf16, STAGES>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attr_set = true;
+    }
+    CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, 256);
+    tc_wgmma_streamk_kernel<bf16, STAGES><<<blocks, 384, smem>>>(
+        ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C), work, flags, launch);
+    CHECK_LAUNCH();
+}
+
+#endif
