@@ -20,15 +20,7 @@
 #define CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
 
 #include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
-
-/* The piece of a tile the run at slice s (ending at `end`) works on next. */
-__device__ __forceinline__ void tc_streamk_piece(int s, int end, int k_count, int *tile, int *k0,
-                                                 int *k1)
-{
-    *tile = s / k_count;
-    *k0 = s % k_count;
-    *k1 = end - s < k_count - *k0 ? *k0 + end - s : k_count;
-}
+#include "05_matmul_tiled/tensor_cores/streamk.h"
 
 /* Named barrier 1 among the 256 consumer threads (the producer warpgroup is not in it). */
 __device__ __forceinline__ void tc_consumers_sync(void)
@@ -53,9 +45,8 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int k_count = (K + BK - 1) / BK;
     const long long total = (long long)tiles_m * tiles_n * k_count;
-    /* at most 512 x 256 tiles of 1024 slices (65536 a side): under 2^31 */
-    const int start = (int)(total * blockIdx.x / gridDim.x);
-    const int end = (int)(total * (blockIdx.x + 1) / gridDim.x);
+    int start, end;
+    tc_streamk_run(total, blockIdx.x, gridDim.x, &start, &end);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             tc_mbar_init(&full[s], 1);
