@@ -180,9 +180,17 @@ static inline void tc_wgmma_streamk_bf16(int M, int N, int K, float alpha, const
         attr_set = true;
     }
     CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, 256);
-    tc_wgmma_streamk_kernel<bf16, STAGES><<<blocks, 384, smem>>>(
-        ma, mb, M, N, K, alpha, beta, C, tc_c_pairs(N, C), work, flags, launch);
-    CHECK_LAUNCH();
+    /* Block b waits for block b + 1: a cooperative launch starts all blocks at once or fails
+     * with an error (another kernel holding SMs), never leaving a block waiting on one that
+     * cannot start. */
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute coop;
+    coop.id = cudaLaunchAttributeCooperative;
+    coop.val.cooperative = 1;
+    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(384), cfg.dynamicSmemBytes = smem;
+    cfg.attrs = &coop, cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, tc_wgmma_streamk_kernel<bf16, STAGES>, ma, mb, M, N, K,
+                                  alpha, beta, C, tc_c_pairs(N, C), work, flags, launch));
 }
 
 #endif
