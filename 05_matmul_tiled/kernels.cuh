@@ -99,6 +99,9 @@
  * tensor_cores/16_wgmma_wide.cuh  tc_wgmma_wide_bf16, tc_wgmma_wide_cluster_bf16: the
  *                          persistent and cluster kernels with 128x320 tiles (fewer L2 bytes
  *                          a multiply-add)
+ * tensor_cores/17_wgmma_streamk.cuh  tc_wgmma_streamk_bf16, tc_wgmma_streamk_stagger_bf16:
+ *                          the persistent kernel with its last round and a half dealt by
+ *                          k-slices (stream-K, tensor_cores/streamk.h), in two orders
  * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
  *                          round's fill, a fitted efficiency and fixed cost per kernel
  *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)

@@ -1,21 +1,20 @@
 /* Chapter 05, part two, step 17: stream-K on the persistent kernel (sm_90a only).
  *
- *   tc_wgmma_streamk_bf16  the persistent kernel's 128x256 tiles dealt out by k-slices: the
- *                          product's tiles x slices (tile, slice) pairs are cut into one equal
- *                          run a block, one block an SM. Every SM then has the same work to
- *                          within a slice (no last round half empty), and since each run
- *                          starts at a different point of a tile, the blocks reach their
- *                          epilogues at different times instead of all at once.
+ *   tc_wgmma_streamk_bf16  the persistent kernel's 128x256 tiles, one block an SM, with the
+ *                          last round and a half dealt out by k-slices (streamk.h): every SM
+ *                          has the same work to within a slice (no last round half empty),
+ *                          and since each block starts with a different fraction of a tile,
+ *                          the blocks reach their epilogues at different times instead of
+ *                          all at once.
  *
- * A run longer than a tile starts inside one tile (its tail: slices k0 .. end) and ends
- * inside another (its head: slices 0 .. k1); block b's head tile is block b + 1's tail tile.
- * The tail comes first in block b + 1's run, so it is finished early: its consumers write
- * their fp32 accumulators to a workspace slot of their own (coalesced: register i of the 256
- * consumer threads side by side) and raise the slot's flag to this launch's number. Block b
- * meets the same tile at the end of its run, waits for the flag (long since raised), adds
- * the slot to its accumulators, and stores the tile with alpha and beta as any other: C is
- * read and written once, by one block, and the sum does not depend on timing. Shapes with
- * fewer tiles than blocks (a run shorter than a tile) go to the persistent kernel. */
+ * A stream-K tile is cut in at most two pieces: block b + 1's tail (slices k0 .. k_count),
+ * which it works on first, and block b's head (slices 0 .. k0), which it works on last. The
+ * tail's consumers write their fp32 accumulators to a workspace slot of their own
+ * (coalesced: register r of the 256 consumer threads side by side) and raise the slot's flag
+ * to this launch's number. Block b meets the same tile at the end of its work, waits for the
+ * flag (long since raised), adds the slot to its accumulators, and stores the tile with
+ * alpha and beta as any other: C is read and written once, by one block, and the sum does
+ * not depend on timing. Shapes with fewer tiles than blocks go to the persistent kernel. */
 #ifndef CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
 #define CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
 
@@ -32,7 +31,7 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
     tc_wgmma_streamk_kernel(const __grid_constant__ CUtensorMap map_a,
                             const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
                             float alpha, float beta, float *C, bool pairs, float *work,
-                            unsigned *flags, unsigned launch)
+                            unsigned *flags, unsigned launch, int stagger)
 {
 #ifdef TC_WGMMA_DEVICE
     constexpr int BM = 128, BN = 256, BK = TcWgType<T>::BK;
@@ -43,10 +42,9 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
     uint8_t *smem = tc_align1024(tc_smem_raw);
     const int wg = threadIdx.x / 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int k_count = (K + BK - 1) / BK;
-    const long long total = (long long)tiles_m * tiles_n * k_count;
-    int start, end;
-    tc_streamk_run(total, blockIdx.x, gridDim.x, &start, &end);
+    const TcStreamk plan =
+        tc_streamk_plan(tiles_m * tiles_n, gridDim.x, (K + BK - 1) / BK, stagger);
+    const int pieces = tc_streamk_pieces(&plan, blockIdx.x);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             tc_mbar_init(&full[s], 1);
@@ -55,15 +53,15 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
         tc_mbar_fence_init();
     }
     __syncthreads();
-    if (wg == 0) { /* the producer: the run's slices, piece after piece */
+    if (wg == 0) { /* the producer: the block's slices, piece after piece */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x != 0) return;
         int it = 0;
-        for (int s = start; s < end;) {
-            int tile, k0, k1, m0, n0;
-            tc_streamk_piece(s, end, k_count, &tile, &k0, &k1);
-            tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
-            for (int kt = k0; kt < k1; kt++, it++) {
+        for (int i = 0; i < pieces; i++) {
+            TcPiece pc = tc_streamk_piece(&plan, blockIdx.x, i);
+            int m0, n0;
+            tc_tile_origin(pc.tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
+            for (int kt = pc.k0; kt < pc.k1; kt++, it++) {
                 int st_i = it % STAGES;
                 uint8_t *st = smem + st_i * STAGE_BYTES;
                 tc_mbar_wait(&empty[st_i], ((it / STAGES) & 1) ^ 1);
@@ -71,41 +69,39 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
                 tc_tma_load(st, &map_a, &full[st_i], kt * BK, m0);
                 tc_tma_load(st + A_BYTES, &map_b, &full[st_i], kt * BK, n0);
             }
-            s += k1 - k0;
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int rows = 64 * (wg - 1), t = threadIdx.x - 128; /* t: 0 .. 255 among consumers */
     int it = 0;
-    for (int s = start; s < end;) {
-        int tile, k0, k1, m0, n0;
-        tc_streamk_piece(s, end, k_count, &tile, &k0, &k1);
-        tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
+    for (int i = 0; i < pieces; i++) {
+        TcPiece pc = tc_streamk_piece(&plan, blockIdx.x, i);
+        int m0, n0;
+        tc_tile_origin(pc.tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
         float d[REGS];
-        tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k1 - k0, it,
+        tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, pc.k1 - pc.k0, it,
                                        [&](int stage) { tc_mbar_arrive(&empty[stage]); });
-        if (k0 > 0) { /* a tail: block b - 1 finishes this tile */
+        if (pc.k0 > 0) { /* a tail: block b - 1 finishes this tile */
             float *slot = work + (size_t)blockIdx.x * REGS * 256;
 #pragma unroll
-            for (int i = 0; i < REGS; i++) slot[i * 256 + t] = d[i];
+            for (int r = 0; r < REGS; r++) slot[r * 256 + t] = d[r];
             __threadfence();
             tc_consumers_sync();
             if (t == 0) atomicExch(&flags[blockIdx.x], launch);
-        } else {
-            if (k1 < k_count) { /* a head: block b + 1 computed the rest of this tile */
-                if (t == 0) {
-                    while (atomicAdd(&flags[blockIdx.x + 1], 0u) != launch) __nanosleep(256);
-                    __threadfence();
-                }
-                tc_consumers_sync();
-                const float *slot = work + (size_t)(blockIdx.x + 1) * REGS * 256;
-#pragma unroll
-                for (int i = 0; i < REGS; i++) d[i] += __ldcg(&slot[i * 256 + t]);
-            }
-            tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
+            continue;
         }
-        s += k1 - k0;
+        if (pc.k1 < plan.k_count) { /* a head: block b + 1 computed the rest of this tile */
+            if (t == 0) {
+                while (atomicAdd(&flags[blockIdx.x + 1], 0u) != launch) __nanosleep(256);
+                __threadfence();
+            }
+            tc_consumers_sync();
+            const float *slot = work + (size_t)(blockIdx.x + 1) * REGS * 256;
+#pragma unroll
+            for (int r = 0; r < REGS; r++) d[r] += __ldcg(&slot[r * 256 + t]);
+        }
+        tc_epilogue<BN, TC_EPI_STORE>(d, C, M, N, m0 + rows, n0, alpha, beta, pairs);
     }
 #endif
 }
@@ -157,10 +153,10 @@ static inline bool tc_streamk_reserve(int blocks, float **work, unsigned **flags
     return true;
 }
 
-/* One block an SM over the tiles' slices; the persistent kernel where there are fewer tiles
- * than blocks or no workspace can be had. */
-static inline void tc_wgmma_streamk_bf16(int M, int N, int K, float alpha, const bf16 *A,
-                                         const bf16 *Bt, float beta, float *C)
+/* One block an SM; the persistent kernel where there are fewer tiles than blocks or no
+ * workspace can be had. */
+static inline void tc_wgmma_streamk_launch(int M, int N, int K, float alpha, const bf16 *A,
+                                           const bf16 *Bt, float beta, float *C, int stagger)
 {
     constexpr int STAGES = TC_WS_STAGES;
     int blocks = sgemm_sm_count();
@@ -190,7 +186,21 @@ static inline void tc_wgmma_streamk_bf16(int M, int N, int K, float alpha, const
     cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(384), cfg.dynamicSmemBytes = smem;
     cfg.attrs = &coop, cfg.numAttrs = 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, tc_wgmma_streamk_kernel<bf16, STAGES>, ma, mb, M, N, K,
-                                  alpha, beta, C, tc_c_pairs(N, C), work, flags, launch));
+                                  alpha, beta, C, tc_c_pairs(N, C), work, flags, launch, stagger));
+}
+
+/* The stream-K tiles first, then the rounds: every block starts its rounds at once. */
+static inline void tc_wgmma_streamk_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                         const bf16 *Bt, float beta, float *C)
+{
+    tc_wgmma_streamk_launch(M, N, K, alpha, A, Bt, beta, C, 0);
+}
+
+/* The rounds right after the tail: block b's tiles start a fraction of a tile after b - 1's. */
+static inline void tc_wgmma_streamk_stagger_bf16(int M, int N, int K, float alpha, const bf16 *A,
+                                                 const bf16 *Bt, float beta, float *C)
+{
+    tc_wgmma_streamk_launch(M, N, K, alpha, A, Bt, beta, C, 1);
 }
 
 #endif
