@@ -28,6 +28,9 @@ tensor_cores/wide_tiles.md:
                    L2 for each tile shape (alone, and with Bt shared by a pair of blocks), and
                    one SM's time, tile after tile, at K = 8192 and at K = 32768: main loops as
                    long as K, the epilogue and the change of tile the same length at both
+  streamk_deal.png 21 tiles of 8 k-slices on 6 blocks, dealt four ways (step 7's rounds, one
+                   run a block over all tiles, and step 17's two orders): each block's pieces
+                   in time, and the tiles in work at one moment
 
 Every number drawn is a format constant, a hardware constant (132 SMs) or a tile size of the
 chapter's code; nothing here is measured.
@@ -392,6 +395,81 @@ def tile_cost():
     save(fig, "tile_cost.png")
 
 
+def streamk_pieces(tiles, blocks, k, order):
+    """Each block's pieces (tile, k0, k1) in the order it works on them: `rounds` (step 7),
+    `line` (one run a block over every tile's slices), `first` and `stagger` (streamk.h)."""
+    if order == "rounds":
+        return [[(t, 0, k) for t in range(b, tiles, blocks)] for b in range(blocks)]
+    sk = tiles if order == "line" else (blocks + tiles % blocks if tiles % blocks else 0)
+    dp = tiles - sk
+    out = []
+    for b in range(blocks):
+        q0, q1 = sk * k * b // blocks, sk * k * (b + 1) // blocks
+        run, s = [], q0
+        while s < q1:
+            t, k0 = s // k, s % k
+            k1 = min(k, k0 + q1 - s)
+            run.append((dp + t, k0, k1))
+            s += k1 - k0
+        rounds = [(t, 0, k) for t in range(b, dp, blocks)]
+        tail = run[:1] if run and run[0][1] > 0 else []
+        rest = run[len(tail):]
+        out.append(tail + (rounds + rest if order == "stagger" else rest + rounds))
+    return out
+
+
+def streamk_deal():
+    tiles, blocks, k = 21, 6, 8
+    orders = [("rounds", "wgmma_persistent: whole tiles round by round; the last round holds "
+               "3 tiles for 6 blocks"),
+              ("line", "stream-K in one line: 21 x 8 slices cut into 6 equal runs; at any "
+               "moment the blocks are spread over the whole product"),
+              ("first", "wgmma_streamk: the last round and a half (9 tiles) dealt by slices and "
+               "worked on first, then the rounds, every block in step"),
+              ("stagger", "wgmma_streamk_stagger: the tail of each run first, then the rounds, "
+               "then the rest of the run: each block's tiles start at a different slice")]
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(len(orders), 1, figsize=(12, 8.2), sharex=True)
+    probes = (6, 20)  # two moments (in slices): which slice of which tile each block reads
+    for ax, (order, title) in zip(axes, orders):
+        work = streamk_pieces(tiles, blocks, k, order)
+        now = {p: [] for p in probes}
+        for b, pieces in enumerate(work):
+            t0, y = 0, blocks - 1 - b
+            for tile, k0, k1 in pieces:
+                w = k1 - k0
+                split = k0 > 0 or k1 < k
+                ax.add_patch(Rectangle((t0, y), w, 0.8, fc=cmap(tile / (tiles - 1)), ec="white",
+                                       hatch="///" if split else None, lw=0.8))
+                label = f"{tile}" if not split else f"{tile}: {k0}-{k1}"
+                ax.text(t0 + w / 2, y + 0.4, label, ha="center", va="center", fontsize=6,
+                        color="white" if tile < tiles * 0.6 else "black")
+                for p in probes:
+                    if t0 <= p < t0 + w:
+                        now[p].append(f"{tile}/{k0 + p - t0}")
+                t0 += w
+            ax.text(-0.4, y + 0.4, f"block {b}", ha="right", va="center", fontsize=6.5)
+        for i, p in enumerate(probes):
+            ax.axvline(p + 0.5, color=RED, lw=1, ls="--")
+            ax.text(32.5, blocks - 0.5 - 2.2 * i, f"slice {p}, tile/slice read:\n"
+                    + " ".join(now[p]), fontsize=6.5, color=RED, va="top")
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.set_xlim(-3.2, 44)
+        ax.set_ylim(-0.2, blocks + 0.7)
+        ax.axis("off")
+    axes[-1].text(0, -0.75, "time in k-slices (each block one slice a step) ->", fontsize=7)
+    fig.text(0.01, -0.05, "21 tiles of 8 slices on 6 blocks; colour: the tile's number (tiles "
+             "with near numbers share rows of A or columns of Bt); hatched: a piece of a tile "
+             "split between two blocks (k0-k1: its slices), the tail added into the head through "
+             "the workspace.\nRed: at two moments, the slice of which tile each block "
+             "reads; the L2 serves a block from another's load only when both read the same "
+             "slice of a shared row or column at about the same time.\nA drawing of "
+             "streamk.h's deal at a small size; at 8192^3 the same deal is 2048 tiles of 128 "
+             "slices on 132 SMs.", fontsize=7)
+    fig.tight_layout()
+    save(fig, "streamk_deal.png")
+
+
 if __name__ == "__main__":
     tma_stride()
     tc_rounds()
@@ -400,3 +478,4 @@ if __name__ == "__main__":
     skinny_copy()
     skinny_skip()
     tile_cost()
+    streamk_deal()
