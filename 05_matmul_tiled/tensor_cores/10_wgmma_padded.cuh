@@ -85,47 +85,9 @@ template <typename W> __global__ void tc_pad_rows_kernel(const W *a, W *dst_a, i
     }
 }
 
-/* The scratch buffers, [GPU][0] for A and [GPU][1] for Bt. */
-#define TC_PAD_DEVICES 16
-static void *tc_pad_buf[TC_PAD_DEVICES][2];
-static size_t tc_pad_bytes[TC_PAD_DEVICES][2];
-
-static void tc_pad_free(void)
-{
-    for (int d = 0; d < TC_PAD_DEVICES; d++)
-        for (int i = 0; i < 2; i++)
-            if (tc_pad_buf[d][i]) cudaFree(tc_pad_buf[d][i]);
-}
-
-/* The current GPU's buffers, at least a_bytes and b_bytes long; false when a graph capture
- * is under way (a capture cannot allocate, and a graph holding the buffers would outlive
- * their next growth) or on a GPU past the 16th. Growing one frees the old buffer, which
- * waits for the GPU: a timed loop meets it in its warm-up. */
-static inline bool tc_pad_reserve(size_t a_bytes, size_t b_bytes, void **a, void **b)
-{
-    static bool registered = false;
-    int dev;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev >= TC_PAD_DEVICES) return false;
-    cudaStreamCaptureStatus capturing;
-    CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) return false;
-    size_t want[2] = {a_bytes, b_bytes};
-    for (int i = 0; i < 2; i++) {
-        if (want[i] <= tc_pad_bytes[dev][i]) continue;
-        if (!registered) atexit(tc_pad_free), registered = true;
-        if (tc_pad_buf[dev][i]) CUDA_CHECK(cudaFree(tc_pad_buf[dev][i]));
-        tc_pad_buf[dev][i] = NULL, tc_pad_bytes[dev][i] = 0;
-        CUDA_CHECK(cudaMalloc(&tc_pad_buf[dev][i], want[i]));
-        tc_pad_bytes[dev][i] = want[i];
-    }
-    *a = tc_pad_buf[dev][0], *b = tc_pad_buf[dev][1];
-    return true;
-}
-
 /* Copies A (M x K) if pad_a and Bt (N x K) if pad_b into rows of kp elements; *pa and *pb
  * point at what the product should read (the copy, or the operand as it was). False, with
- * nothing launched, when the buffers cannot be had (tc_pad_reserve). */
+ * nothing launched, when the buffers cannot be had (tc_scratch_reserve). */
 template <typename T> static inline bool tc_pad_operands(int M, int N, int K, int kp, const T *A,
                                                          const T *Bt, bool pad_a, bool pad_b,
                                                          const T **pa, const T **pb)
@@ -134,7 +96,8 @@ template <typename T> static inline bool tc_pad_operands(int M, int N, int K, in
     size_t a_bytes = pad_a ? (size_t)M * kp * sizeof(T) : 0;
     size_t b_bytes = pad_b ? (size_t)N * kp * sizeof(T) : 0;
     void *da, *db;
-    if (!tc_pad_reserve(a_bytes, b_bytes, &da, &db)) return false;
+    bool grown;
+    if (!tc_scratch_reserve<TC_SCRATCH_PAD>(a_bytes, b_bytes, &da, &db, &grown)) return false;
     *pa = pad_a ? (const T *)da : A;
     *pb = pad_b ? (const T *)db : Bt;
     int a_rows = pad_a ? M : 0, b_rows = pad_b ? N : 0;

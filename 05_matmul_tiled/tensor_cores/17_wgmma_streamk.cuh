@@ -2,10 +2,12 @@
  *
  *   tc_wgmma_streamk_bf16  the persistent kernel's 128x256 tiles, one block an SM, with the
  *                          last round and a half dealt out by k-slices (streamk.h): every SM
- *                          has the same work to within a slice (no last round half empty),
- *                          and since each block starts with a different fraction of a tile,
- *                          the blocks reach their epilogues at different times instead of
- *                          all at once.
+ *                          has the same work to within a slice (no last round half empty).
+ *                          Each block works on its stream-K run first, then its rounds, all
+ *                          blocks in step.
+ *   tc_wgmma_streamk_stagger_bf16  the same deal, each block's rounds right after the tail
+ *                          of its run: since the tails differ in length, the blocks reach
+ *                          their epilogues at different times instead of all at once.
  *
  * A stream-K tile is cut in at most two pieces: block b + 1's tail (slices k0 .. k_count),
  * which it works on first, and block b's head (slices 0 .. k0), which it works on last. The
@@ -19,6 +21,7 @@
 #define CH05_TENSOR_CORES_17_WGMMA_STREAMK_CUH
 
 #include "05_matmul_tiled/tensor_cores/07_wgmma_persistent.cuh"
+#include "05_matmul_tiled/tensor_cores/pingpong.h" /* tc_empty_parity */
 #include "05_matmul_tiled/tensor_cores/streamk.h"
 
 /* Named barrier 1 among the 256 consumer threads (the producer warpgroup is not in it). */
@@ -64,7 +67,7 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
             for (int kt = pc.k0; kt < pc.k1; kt++, it++) {
                 int st_i = it % STAGES;
                 uint8_t *st = smem + st_i * STAGE_BYTES;
-                tc_mbar_wait(&empty[st_i], ((it / STAGES) & 1) ^ 1);
+                tc_mbar_wait(&empty[st_i], tc_empty_parity(it, STAGES));
                 tc_mbar_arrive_expect(&full[st_i], STAGE_BYTES);
                 tc_tma_load(st, &map_a, &full[st_i], kt * BK, m0);
                 tc_tma_load(st + A_BYTES, &map_b, &full[st_i], kt * BK, n0);
@@ -106,50 +109,24 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* The workspace (one 128 KB slot a block) and the flags, per GPU, grown as needed; false
- * during a graph capture (a capture cannot allocate). */
-#define TC_STREAMK_DEVICES 16
-static float *tc_streamk_work[TC_STREAMK_DEVICES];
-static unsigned *tc_streamk_flags[TC_STREAMK_DEVICES];
-static int tc_streamk_slots[TC_STREAMK_DEVICES];
-static unsigned tc_streamk_launch[TC_STREAMK_DEVICES];
-
-static inline void tc_streamk_free(void)
-{
-    for (int d = 0; d < TC_STREAMK_DEVICES; d++) {
-        if (tc_streamk_work[d]) cudaFree(tc_streamk_work[d]);
-        if (tc_streamk_flags[d]) cudaFree(tc_streamk_flags[d]);
-    }
-}
-
+/* The workspace (one 128 KB slot a block) and the flags (tc_scratch_reserve), and a launch
+ * number no flag holds yet: flags start at 0 when (re)allocated, and are cleared again when
+ * the number wraps. False where no workspace can be had (a graph capture). */
 static inline bool tc_streamk_reserve(int blocks, float **work, unsigned **flags, unsigned *launch)
 {
-    static bool registered = false;
+    static unsigned launches[TC_SCRATCH_DEVICES];
+    void *w, *f;
+    bool grown;
+    if (!tc_scratch_reserve<TC_SCRATCH_STREAMK>((size_t)blocks * 128 * 256 * sizeof(float),
+                                                (size_t)blocks * sizeof(unsigned), &w, &f, &grown))
+        return false;
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev >= TC_STREAMK_DEVICES) return false;
-    cudaStreamCaptureStatus capturing;
-    CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) return false;
-    if (blocks > tc_streamk_slots[dev]) {
-        if (!registered) atexit(tc_streamk_free), registered = true;
-        if (tc_streamk_work[dev]) CUDA_CHECK(cudaFree(tc_streamk_work[dev]));
-        if (tc_streamk_flags[dev]) CUDA_CHECK(cudaFree(tc_streamk_flags[dev]));
-        tc_streamk_work[dev] = NULL, tc_streamk_flags[dev] = NULL, tc_streamk_slots[dev] = 0;
-        CUDA_CHECK(cudaMalloc(&tc_streamk_work[dev], (size_t)blocks * 128 * 256 * sizeof(float)));
-        CUDA_CHECK(cudaMalloc(&tc_streamk_flags[dev], (size_t)blocks * sizeof(unsigned)));
-        CUDA_CHECK(cudaMemset(tc_streamk_flags[dev], 0, (size_t)blocks * sizeof(unsigned)));
-        tc_streamk_slots[dev] = blocks;
-        tc_streamk_launch[dev] = 0;
+    if (grown || ++launches[dev] == 0) {
+        CUDA_CHECK(cudaMemset(f, 0, (size_t)blocks * sizeof(unsigned)));
+        launches[dev] = 1;
     }
-    /* a launch number no flag holds yet (0 is the flags' first value) */
-    if (++tc_streamk_launch[dev] == 0) {
-        CUDA_CHECK(
-            cudaMemset(tc_streamk_flags[dev], 0, (size_t)tc_streamk_slots[dev] * sizeof(unsigned)));
-        tc_streamk_launch[dev] = 1;
-    }
-    *work = tc_streamk_work[dev], *flags = tc_streamk_flags[dev];
-    *launch = tc_streamk_launch[dev];
+    *work = (float *)w, *flags = (unsigned *)f, *launch = launches[dev];
     return true;
 }
 

@@ -20,6 +20,7 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "05_matmul_tiled/fp32/00_common.cuh" /* ceil_div, aligned16, sm_count, the beta * C pass */
 
@@ -125,6 +126,49 @@ __device__ __forceinline__ void tc_add_pair(float *C, int M, int N, int r, int c
     (void)pairs;
     atomicAdd(p, v0);
     if (c + 1 < N) atomicAdd(p + 1, v1);
+}
+
+/* Scratch buffers on the GPU that grow as needed: two a set, one set for each SET (a number
+ * the caller picks) and GPU, freed at exit. The current GPU's set, at least a_bytes and
+ * b_bytes long (0: that buffer is not needed); *grown says whether either was reallocated
+ * (its contents then undefined). False when a graph capture is under way (a capture cannot
+ * allocate, and a graph holding the buffers would outlive their next growth) or on a GPU
+ * past the 16th. Growing one frees the old buffer, which waits for the GPU: a timed loop
+ * meets it in its warm-up. */
+#define TC_SCRATCH_DEVICES 16
+enum { TC_SCRATCH_PAD, TC_SCRATCH_STREAMK }; /* the sets: step 10's copies, step 17's workspace */
+template <int SET> static inline bool tc_scratch_reserve(size_t a_bytes, size_t b_bytes, void **a,
+                                                         void **b, bool *grown)
+{
+    static void *buf[TC_SCRATCH_DEVICES][2];
+    static size_t have[TC_SCRATCH_DEVICES][2];
+    static bool registered = false;
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= TC_SCRATCH_DEVICES) return false;
+    cudaStreamCaptureStatus capturing;
+    CUDA_CHECK(cudaStreamIsCapturing(0, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return false;
+    const size_t want[2] = {a_bytes, b_bytes};
+    *grown = false;
+    for (int i = 0; i < 2; i++) {
+        if (want[i] <= have[dev][i]) continue;
+        if (!registered) {
+            atexit([] {
+                for (int d = 0; d < TC_SCRATCH_DEVICES; d++)
+                    for (int j = 0; j < 2; j++)
+                        if (buf[d][j]) cudaFree(buf[d][j]);
+            });
+            registered = true;
+        }
+        if (buf[dev][i]) CUDA_CHECK(cudaFree(buf[dev][i]));
+        buf[dev][i] = NULL, have[dev][i] = 0;
+        CUDA_CHECK(cudaMalloc(&buf[dev][i], want[i]));
+        have[dev][i] = want[i];
+        *grown = true;
+    }
+    *a = buf[dev][0], *b = buf[dev][1];
+    return true;
 }
 
 static inline bool tc_c_pairs(int N, const float *C)

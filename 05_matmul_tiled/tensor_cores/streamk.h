@@ -11,11 +11,12 @@
  * head: slices 0 .. k1, k1 < k_count), and holds whole tiles between; block b's head is
  * block b + 1's tail.
  *
- * A block works in this order: the tail of its run, its round-by-round tiles, the rest of
- * its run. Block b's tail is b x S / G tiles into the stream-K tiles, so its tiles start
- * a different fraction of a tile apart from its neighbours' (0.515 of a tile at 8192^3); all
- * blocks stay on the same two rounds of neighbouring tiles; and every block has the same
- * number of slices to within one. */
+ * A block works on the tail of its run first, then either the rest of its run and its
+ * round-by-round tiles (the blocks start their rounds together), or (stagger) its rounds
+ * and then the rest of its run. Block b's run starts b x S / G tiles into the stream-K
+ * tiles, so with stagger its rounds start a different fraction of a tile apart from its
+ * neighbours' (0.515 of a tile at 8192^3). Either way every block has the same number of
+ * slices to within one. */
 #ifndef CH05_TENSOR_CORES_STREAMK_H
 #define CH05_TENSOR_CORES_STREAMK_H
 
