@@ -19,7 +19,7 @@ static void expect(int ok, const char *what)
     failures += !ok;
 }
 
-/* Block b's first piece, and whether it is a tail. */
+/* A tail: a tile's last slices, from k0 > 0; a head: its first slices, short of k_count. */
 static int is_tail(TcPiece pc) { return pc.k0 > 0; }
 static int is_head(TcPiece pc, int k_count) { return pc.k0 == 0 && pc.k1 < k_count; }
 
