@@ -138,10 +138,18 @@ static inline int compare_floats(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static inline float time_median_ms(TimedFn fn, void *ctx, int warmup, int reps)
+/* The median of ms[0..n) (sorts ms in place). */
+static inline float median_ms(float *ms, int n)
+{
+    qsort(ms, (size_t)n, sizeof(float), compare_floats);
+    return n % 2 ? ms[n / 2] : 0.5f * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
+/* Runs fn(ctx) `warmup` times, then times `reps` runs one by one with CUDA events into
+ * ms[0..reps). */
+static inline void time_runs_ms(TimedFn fn, void *ctx, int warmup, int reps, float *ms)
 {
     cudaEvent_t start, stop;
-    float *ms = (float *)xmalloc(sizeof(float) * (size_t)reps);
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < warmup; i++) fn(ctx);
@@ -153,11 +161,16 @@ static inline float time_median_ms(TimedFn fn, void *ctx, int warmup, int reps)
         CUDA_CHECK(cudaEventSynchronize(stop));
         CUDA_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
     }
-    qsort(ms, (size_t)reps, sizeof(float), compare_floats);
-    float median = reps % 2 ? ms[reps / 2] : 0.5f * (ms[reps / 2 - 1] + ms[reps / 2]);
-    free(ms);
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
+}
+
+static inline float time_median_ms(TimedFn fn, void *ctx, int warmup, int reps)
+{
+    float *ms = (float *)xmalloc(sizeof(float) * (size_t)reps);
+    time_runs_ms(fn, ctx, warmup, reps, ms);
+    float median = median_ms(ms, reps);
+    free(ms);
     return median;
 }
 

@@ -74,21 +74,55 @@ static int operand_sets_next(OperandSets *r)
     return i;
 }
 
-/* Warm-up before the timed runs: about WARM_MS of runs (2 to 128 of them). A long product
- * moves the GPU's clock as the chip heats and draws power (at 8192^3 one bf16 product draws
- * most of the 700 W): each version, the ceiling included, is timed in the state a steady
- * stream of its products reaches, not in whatever state the version before it left. */
+/* Warm-up before the timed runs: about WARM_MS of runs, shared among the versions of a shape.
+ * A long product moves the GPU's clock as the chip heats and draws power (at 8192^3 one bf16
+ * product draws most of the 700 W). */
 static const double WARM_MS = 200.0;
 
-/* Median time of run(ctx): one untimed run tells how many repetitions fit the budget. */
-static float time_within_budget(TimedFn run, void *ctx, int max_reps)
+/* The timed runs of a shape's versions are split into BENCH_ROUNDS rounds, each version in
+ * turn (forward, then backward), so that every version, the ceiling included, sees the same
+ * history of power and clocks. Timed one after the other instead, the version that happens to
+ * run about 0.7 s into the load meets the power controller's dip (on an H100 at 8192 x 8192 x
+ * 32768 the SM clock falls from about 1.4 to 1.05 GHz for some 0.3 s) and loses 15%. */
+#define BENCH_ROUNDS 5
+
+/* Chooses which version run(ctx) runs next. */
+typedef void (*SelectFn)(void *ctx, int version);
+
+/* Median time of each of n versions of one product, ms[v] for version v: one untimed run of
+ * each tells how many repetitions fit the budget (3 to max_reps), then the warm-up and the
+ * rounds above. */
+static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int max_reps, float *ms)
 {
-    float once = time_median_ms(run, ctx, 1, 1);
-    double per_run = once > 1e-3f ? once : 1e-3f;
-    int reps = (int)(BUDGET_MS / per_run), warm = (int)ceil(WARM_MS / per_run);
-    reps = reps < 3 ? 3 : (reps > max_reps ? max_reps : reps);
-    warm = warm < 2 ? 2 : (warm > 128 ? 128 : warm);
-    return time_median_ms(run, ctx, warm, reps);
+    int *reps = (int *)xmalloc(sizeof(int) * (size_t)n),
+        *done = (int *)xmalloc(sizeof(int) * (size_t)n);
+    float **times = (float **)xmalloc(sizeof(float *) * (size_t)n);
+    for (int v = 0; v < n; v++) {
+        select(ctx, v);
+        float once = time_median_ms(run, ctx, 1, 1);
+        double per_run = once > 1e-3f ? once : 1e-3f;
+        int r = (int)(BUDGET_MS / per_run), warm = (int)ceil(WARM_MS / n / per_run);
+        reps[v] = r < 3 ? 3 : (r > max_reps ? max_reps : r);
+        done[v] = 0;
+        times[v] = (float *)xmalloc(sizeof(float) * (size_t)reps[v]);
+        time_runs_ms(run, ctx, warm < 1 ? 1 : (warm > 128 ? 128 : warm), 0, NULL);
+    }
+    for (int round = 0; round < BENCH_ROUNDS; round++)
+        for (int i = 0; i < n; i++) {
+            int v = round % 2 ? n - 1 - i : i;
+            int upto = reps[v] * (round + 1) / BENCH_ROUNDS;
+            if (upto == done[v]) continue;
+            select(ctx, v);
+            time_runs_ms(run, ctx, 0, upto - done[v], times[v] + done[v]);
+            done[v] = upto;
+        }
+    for (int v = 0; v < n; v++) {
+        ms[v] = median_ms(times[v], reps[v]);
+        free(times[v]);
+    }
+    free(times);
+    free(done);
+    free(reps);
 }
 
 static double tflops(Shape s, double ms)
@@ -153,53 +187,83 @@ static void run_version(void *p)
               (const float *)b->sets.B[i], BETA, (float *)b->sets.C[i]);
 }
 
-static float time_version(BenchCtx *b, SgemmLauncher launch, int max_reps)
+/* The versions bench_shape times, in the order of the table; the context's launcher is the
+ * chosen one's. */
+typedef struct {
+    BenchCtx b;
+    const SgemmVersion *versions;
+    int *timed;
+} BenchRounds;
+
+static void select_version(void *p, int which)
 {
-    b->launch = launch;
-    return time_within_budget(run_version, b, max_reps);
+    BenchRounds *r = (BenchRounds *)p;
+    r->b.launch = r->versions[r->timed[which]].launch;
 }
 
+static void run_selected(void *p) { run_version(&((BenchRounds *)p)->b); }
+
 /* Times every selected version of the table on one shape against its ceiling, the table's
- * last version (cuBLAS), timed in the same run.
+ * last version (cuBLAS), in the same rounds (time_in_rounds).
  * last_ms[v] carries each version's time from the previous (half-size) square, or 0. */
 static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
                         const SgemmVersion *versions, int count, double *last_ms)
 {
     char size[48];
     shape_str(s, size, sizeof size);
-    BenchCtx b;
-    bench_alloc(&b, s, info, o->seed);
+    BenchRounds r;
+    r.versions = versions;
+    bench_alloc(&r.b, s, info, o->seed);
+    /* Which versions run: a version predicted to take over SKIP_RUN_MS is left out. */
+    r.timed = (int *)xmalloc(sizeof(int) * (size_t)count);
+    int *skipped = (int *)xmalloc(sizeof(int) * (size_t)count);
+    float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
+    int n = 0;
+    for (int v = 0; v < count - 1; v++) {
+        skipped[v] = 0;
+        if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
+        if (last_ms && last_ms[v] * 8.0 > SKIP_RUN_MS) {
+            skipped[v] = 1;
+            continue;
+        }
+        r.timed[n++] = v;
+    }
+    r.timed[n++] = count - 1;
+    time_in_rounds(run_selected, select_version, &r, n, o->reps, ms);
     const SgemmVersion *cublas = &versions[count - 1];
-    float cublas_ms = time_version(&b, cublas->launch, o->reps);
-    bench_log_add(s, cublas->name, cublas_ms);
+    float cublas_ms = ms[n - 1];
     double ceiling = tflops(s, cublas_ms);
     char title[160];
     snprintf(title, sizeof title,
              "sgemm %s: TFLOP/s = 2MNK / time; ceiling = cuBLAS SGEMM fp32 "
              "(%d buffer sets)",
-             size, b.sets.nsets);
+             size, r.b.sets.nsets);
     table_header(title);
     double base_ms = 0.0;
-    for (int v = 0; v < count - 1; v++) {
-        if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
-        if (last_ms && last_ms[v] * 8.0 > SKIP_RUN_MS) {
+    for (int v = 0, t = 0; v < count - 1; v++) {
+        if (skipped[v]) {
             printf("%-24s skipped: about %.0f ms a run predicted from the half size\n",
                    versions[v].name, last_ms[v] * 8.0);
             last_ms[v] = 1e30;
             continue;
         }
-        float ms = time_version(&b, versions[v].launch, o->reps);
-        bench_log_add(s, versions[v].name, ms);
-        if (last_ms) last_ms[v] = ms;
-        if (v == 0) base_ms = ms;
-        BenchRow r = {versions[v].name, versions[v].role, size,         ms,
-                      tflops(s, ms),    "TFLOP/s",        cublas->name, ceiling};
-        report_row(o->csv, info->name, CHAPTER, &r, base_ms);
+        if (t == n - 1 || r.timed[t] != v) continue;
+        float v_ms = ms[t++];
+        bench_log_add(s, versions[v].name, v_ms);
+        if (last_ms) last_ms[v] = v_ms;
+        if (v == 0) base_ms = v_ms;
+        BenchRow row = {versions[v].name, versions[v].role, size,         v_ms,
+                        tflops(s, v_ms),  "TFLOP/s",        cublas->name, ceiling};
+        report_row(o->csv, info->name, CHAPTER, &row, base_ms);
     }
+    bench_log_add(s, cublas->name, cublas_ms);
     BenchRow c = {cublas->name, cublas->role, size,         cublas_ms,
                   ceiling,      "TFLOP/s",    cublas->name, ceiling};
     report_row(o->csv, info->name, CHAPTER, &c, base_ms);
-    operand_sets_free(&b.sets);
+    free(ms);
+    free(skipped);
+    free(r.timed);
+    operand_sets_free(&r.b.sets);
 }
 
 #endif

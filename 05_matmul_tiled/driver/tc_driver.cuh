@@ -300,6 +300,7 @@ template <typename T> struct TcBenchCtx {
     Shape s;
     OperandSets sets;
     const TcVersion<T> *v;
+    const TcVersion<T> **timed; /* the versions time_in_rounds chooses from */
 };
 
 /* A timing context for shape s: random inputs of type T and C, copied into as many operand
@@ -327,7 +328,14 @@ template <typename T> static void tc_run_timed(void *p)
                  (const T *)b->sets.B[i], BETA, (float *)b->sets.C[i]);
 }
 
-/* Times every selected version of one table on one shape against the table's ceiling. */
+template <typename T> static void tc_select_timed(void *p, int which)
+{
+    TcBenchCtx<T> *b = (TcBenchCtx<T> *)p;
+    b->v = b->timed[which];
+}
+
+/* Times every selected version of one table on one shape against the table's ceiling (its
+ * last version), all in the same rounds (time_in_rounds). */
 template <typename T> static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s,
                                                  const TcVersion<T> *versions, int count)
 {
@@ -336,38 +344,45 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
     TcBenchCtx<T> b;
     tc_bench_ctx_init(&b, o, info, s);
     const TcVersion<T> *ceiling = &versions[count - 1];
-    const char *no_ceiling =
-        tc_version_refusal(ceiling, s, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
+    const T *A0 = (const T *)b.sets.A[0], *B0 = (const T *)b.sets.B[0];
+    const char *no_ceiling = tc_version_refusal(ceiling, s, A0, B0);
     if (no_ceiling) {
         printf("\n%s GEMM %s skipped: the ceiling %s cannot run: %s\n", TcHost<T>::name(), size,
                ceiling->name, no_ceiling);
         operand_sets_free(&b.sets);
         return;
     }
-    b.v = ceiling;
-    float ceiling_ms = time_within_budget(tc_run_timed<T>, &b, o->reps);
+    b.timed = (const TcVersion<T> **)xmalloc(sizeof(*b.timed) * (size_t)count);
+    float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
+    int n = 0;
+    for (int v = 0; v < count - 1; v++)
+        if (kernel_selected(o, versions[v].name) && !tc_version_refusal(&versions[v], s, A0, B0))
+            b.timed[n++] = &versions[v];
+    b.timed[n++] = ceiling;
+    time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, o->reps, ms);
+    float ceiling_ms = ms[n - 1];
     snprintf(title, sizeof title,
              "%s GEMM %s (A and Bt, fp32 accumulation): TFLOP/s = 2MNK / time; "
              "ceiling = %s (%d buffer sets)",
              TcHost<T>::name(), size, ceiling->name, b.sets.nsets);
     table_header(title);
     double base_ms = 0.0;
-    for (int v = 0; v < count; v++) {
+    for (int v = 0, t = 0; v < count; v++) {
         if (!kernel_selected(o, versions[v].name) && v != count - 1) continue;
-        const char *why =
-            tc_version_refusal(&versions[v], s, (const T *)b.sets.A[0], (const T *)b.sets.B[0]);
-        if (why) {
-            printf("%-24s skipped: %s\n", versions[v].name, why);
+        if (t < n && b.timed[t] != &versions[v]) {
+            printf("%-24s skipped: %s\n", versions[v].name,
+                   tc_version_refusal(&versions[v], s, A0, B0));
             continue;
         }
-        b.v = &versions[v];
-        float ms = v == count - 1 ? ceiling_ms : time_within_budget(tc_run_timed<T>, &b, o->reps);
-        bench_log_add(s, versions[v].name, ms); /* for the tensor-core sweep's summary */
-        if (base_ms == 0.0) base_ms = ms;
-        BenchRow r = {versions[v].name, versions[v].role, size,          ms,
-                      tflops(s, ms),    "TFLOP/s",        ceiling->name, tflops(s, ceiling_ms)};
+        float v_ms = ms[t++];
+        bench_log_add(s, versions[v].name, v_ms); /* for the tensor-core sweep's summary */
+        if (base_ms == 0.0) base_ms = v_ms;
+        BenchRow r = {versions[v].name, versions[v].role, size,          v_ms,
+                      tflops(s, v_ms),  "TFLOP/s",        ceiling->name, tflops(s, ceiling_ms)};
         report_row(o->csv, info->name, CHAPTER, &r, base_ms);
     }
+    free(ms);
+    free(b.timed);
     operand_sets_free(&b.sets);
 }
 
