@@ -233,7 +233,7 @@ typedef void (*RunInto)(void *ctx, float beta, float *C);
 
 /* One version on one shape, twice: on a poisoned C with beta = 0 (every element must be
  * written, C must not be read) and on C0 with beta = BETA, every element of C compared with
- * the reference. dC is the device C, C a host buffer of M x N; returns the number of failed
+ * the reference (norm_or_worst_error, common/validate.h). dC is the device C, C a host buffer of M x N; returns the number of failed
  * comparisons. */
 static int check_two_passes(const char *name, Shape s, RunInto run, void *ctx, float *dC,
                             const float *C0, float *C, const FullReference *ref, double tol)
@@ -252,7 +252,7 @@ static int check_two_passes(const char *name, Shape s, RunInto run, void *ctx, f
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(C, dC, c_bytes, cudaMemcpyDeviceToHost));
         snprintf(what, sizeof what, "%s beta=%g", name, beta);
-        double err = norm_rel_error(C, pass ? ref->beta : ref->zero, (size_t)s.M * s.N);
+        double err = norm_or_worst_error(C, pass ? ref->beta : ref->zero, (size_t)s.M * s.N);
         failures += !report_check(what, size, err, tol);
     }
     return failures;

@@ -90,6 +90,33 @@ static void test_parse_args(void)
            "--kernel lists: an unknown or empty name is named");
 }
 
+/* norm_or_worst_error on a 4096 x 4096 product's worth of elements: errors of relative size
+ * 4e-6 everywhere pass as their normwise size; the same plus one 128 x 32
+ * chunk off by 0.4 (a tile's C read from another buffer, beta = -0.5) stays under a 1.2e-4
+ * tolerance normwise and fails it by the worst element. */
+static void test_norm_or_worst(void)
+{
+    size_t n = (size_t)4096 * 4096;
+    float *g = (float *)malloc(n * sizeof(float));
+    double *r = (double *)malloc(n * sizeof(double));
+    Rng rng = {7};
+    for (size_t i = 0; i < n; i++) {
+        double u1 = (rng_next(&rng) >> 11) * 0x1p-53 + 0x1p-54,
+               u2 = (rng_next(&rng) >> 11) * 0x1p-53;
+        double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2); /* standard normal */
+        r[i] = 64.0 * z;                                           /* a K = 4096 output's size */
+        g[i] = (float)(r[i] + 64.0 * 4e-6 * sin(1.0 + (double)i)); /* spread 4e-6 of the rms */
+    }
+    double clean = norm_or_worst_error(g, r, n);
+    expect(clean < 2.0 * norm_rel_error(g, r, n), "norm_or_worst: right elements pass as normwise");
+    for (int row = 0; row < 128; row++)
+        for (int col = 0; col < 32; col++) g[(size_t)(1000 + row) * 4096 + 512 + col] += 0.4f;
+    expect(norm_rel_error(g, r, n) < 1.2e-4 && norm_or_worst_error(g, r, n) > 1.2e-4,
+           "norm_or_worst: one wrong chunk hides normwise, fails by the worst element");
+    free(g);
+    free(r);
+}
+
 static void test_errors(void)
 {
     float gpu[4] = {1.0f, 2.0f, -3.0f, 0.0f};
@@ -105,6 +132,7 @@ static void test_errors(void)
     float g2[2] = {3.0f, 4.0f};
     double r2[2] = {3.0, 0.0};
     expect(fabs(norm_rel_error(g2, r2, 2) - 4.0 / 3.0) < 1e-12, "norm_rel_error value");
+    test_norm_or_worst();
     fflush(stdout); /* report_check prints its verdict: keep it out of this test's output */
     int saved = dup(1);
     FILE *devnull = freopen("/dev/null", "w", stdout);
