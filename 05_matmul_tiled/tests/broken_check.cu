@@ -4,7 +4,9 @@
  * reference on every 257th row only (reference_row_step), and row 1 is not one of them, so
  * only the comparison of every element with the GPU's fp64 reference can see the hole:
  *   tests/build/matmul_broken_check --check --kernel skip_one -n 4096    must exit 1
- * with a FAIL line for skip_one (tests/gpu_tests.txt runs it where there is a GPU). Before
+ * with a FAIL line for skip_one (tests/gpu_tests.txt runs it where there is a GPU). And a
+ * version with 64 wrong elements whose normwise error passes, wrong_chunk, which the worst
+ * element's error must fail (--kernel wrong_chunk, exit 1). Before
  * the check, the test measures what a comparison of the CPU's rows alone would say, and
  * exits 3 where the CPU computes some rows only and those fail skip_one: the test would
  * then prove nothing about the rows the CPU leaves out. The table's last row, the ladder's
@@ -37,8 +39,38 @@ static void sgemm_skip_one(int M, int N, int K, float alpha, const float *A, con
     CHECK_LAUNCH();
 }
 
+/* Every element right but one 8 x 8 patch (rows 128-135, columns 40-47), which reads C from
+ * the 8 columns to its left: what an epilogue that reads a stale buffer of C computes. Right
+ * where beta = 0. With beta = -0.5 at 4096^3 the patch's 64 errors of about 0.4 (half the
+ * difference of two uniform values in [-1, 1)) against a product of norm about 21.3 x 4096
+ * give a normwise error near 8 x 0.4 / 87000 = 3.7e-5, under the tolerance (6.1e-5): only
+ * the worst element's error (0.4 / 21.3 / (4 sqrt(2 ln 4096^2)) = 8e-4) fails it. One block
+ * covers columns 0-63, so the barrier puts all its reads of C before its writes. */
+__global__ void sgemm_wrong_chunk_kernel(int M, int N, int K, float alpha, const float *A,
+                                         const float *B, float beta, float *C)
+{
+    int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
+    bool inside = m < M && n < N, stale = m >= 128 && m < 136 && n >= 40 && n < 48;
+    float acc = 0.0f, old = 0.0f;
+    if (inside) {
+        for (int k = 0; k < K; k++) acc += A[(size_t)m * K + k] * B[(size_t)k * N + n];
+        if (beta != 0.0f) old = C[(size_t)m * N + n - (stale ? 8 : 0)];
+    }
+    __syncthreads();
+    if (inside) C[(size_t)m * N + n] = alpha * acc + beta * old;
+}
+
+static void sgemm_wrong_chunk(int M, int N, int K, float alpha, const float *A, const float *B,
+                              float beta, float *C)
+{
+    dim3 block(64, 4), grid(sgemm_ceil_div(N, 64), sgemm_ceil_div(M, 4));
+    sgemm_wrong_chunk_kernel<<<grid, block>>>(M, N, K, alpha, A, B, beta, C);
+    CHECK_LAUNCH();
+}
+
 static const SgemmVersion VERSIONS[] = {
     {"skip_one", "step", sgemm_skip_one, {0}},
+    {"wrong_chunk", "step", sgemm_wrong_chunk, {0}},
     {"naive", "ceiling", sgemm_naive, {0}},
 };
 #define NVERSIONS VERSION_COUNT(VERSIONS)
@@ -86,7 +118,8 @@ static int cpu_rows_pass(const Options *o, Shape s)
 
 static const ProgramSpec SPEC = {
     "matmul_broken_check",
-    "A test of chapter 05's --check: skip_one leaves C[1][1] unwritten and must fail.",
+    "A test of chapter 05's --check: skip_one leaves C[1][1] unwritten, wrong_chunk reads one "
+    "chunk of C from the wrong place; both must fail.",
     "shapes: N (square) or MxNxK (default 4096)",
     NULL,
     KERNEL_NAMES.name,
