@@ -90,9 +90,10 @@ static const double WARM_MS = 200.0;
 typedef void (*SelectFn)(void *ctx, int version);
 
 /* Median time of each of n versions of one product, ms[v] for version v: one untimed run of
- * each tells how many repetitions fit the budget (3 to max_reps), then the warm-up and the
- * rounds above. */
-static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int max_reps, float *ms)
+ * each tells how many repetitions fit budget_ms (3 to max_reps), then warm_ms of warm-up
+ * shared among them and the rounds above. */
+static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int max_reps,
+                           double budget_ms, double warm_ms, float *ms)
 {
     int *reps = (int *)xmalloc(sizeof(int) * (size_t)n),
         *done = (int *)xmalloc(sizeof(int) * (size_t)n);
@@ -101,7 +102,7 @@ static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int m
         select(ctx, v);
         float once = time_median_ms(run, ctx, 1, 1);
         double per_run = once > 1e-3f ? once : 1e-3f;
-        int r = (int)(BUDGET_MS / per_run), warm = (int)ceil(WARM_MS / n / per_run);
+        int r = (int)(budget_ms / per_run), warm = (int)ceil(warm_ms / n / per_run);
         reps[v] = r < 3 ? 3 : (r > max_reps ? max_reps : r);
         done[v] = 0;
         times[v] = (float *)xmalloc(sizeof(float) * (size_t)reps[v]);
@@ -229,7 +230,7 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
         r.timed[n++] = v;
     }
     r.timed[n++] = count - 1;
-    time_in_rounds(run_selected, select_version, &r, n, o->reps, ms);
+    time_in_rounds(run_selected, select_version, &r, n, o->reps, BUDGET_MS, WARM_MS, ms);
     const SgemmVersion *cublas = &versions[count - 1];
     float cublas_ms = ms[n - 1];
     double ceiling = tflops(s, cublas_ms);

@@ -36,7 +36,8 @@ static const char *const TC_SWEEP_TIMED[] = {"best", "cublas"};
 /* Before timing a shape, its product runs for about this long (the GPU's clock and power
  * settle where a steady stream of the product holds them: bench.cuh's WARM_MS); then each
  * version gets TC_SWEEP_VERSION_WARM_MS of runs and the median of the runs that fit in
- * TC_SWEEP_BUDGET_MS (3 to TC_SWEEP_MAX_REPS). */
+ * TC_SWEEP_BUDGET_MS (3 to TC_SWEEP_MAX_REPS), the versions of a shape timed in rounds
+ * (bench.cuh's time_in_rounds). */
 #define TC_SWEEP_WARM_MS 100.0
 #define TC_SWEEP_VERSION_WARM_MS 10.0
 #define TC_SWEEP_BUDGET_MS 40.0
@@ -119,19 +120,6 @@ static int tc_check_sweep(const Options *o, const TcVersion<bf16> *bf16_versions
 
 /* ------------------------------------------------------------------ bench */
 
-/* The median time of run(ctx) within the sweep's small budget. */
-static float tc_sweep_time(TimedFn run, void *ctx, int max_reps)
-{
-    float once = time_median_ms(run, ctx, 0, 1);
-    double per_run = once > 1e-3f ? once : 1e-3f;
-    int most = max_reps < TC_SWEEP_MAX_REPS ? max_reps : TC_SWEEP_MAX_REPS;
-    int reps = (int)(TC_SWEEP_BUDGET_MS / per_run),
-        warm = (int)ceil(TC_SWEEP_VERSION_WARM_MS / per_run);
-    reps = reps < 3 ? 3 : (reps > most ? most : reps);
-    warm = warm < 1 ? 1 : (warm > 64 ? 64 : warm);
-    return time_median_ms(run, ctx, warm, reps);
-}
-
 /* best's and the ceiling's times on each shape, for the summary. */
 typedef struct {
     Shape s;
@@ -166,7 +154,7 @@ template <typename T> static int tc_sweep_timed_before(Shape s, const TcVersion<
     return 1;
 }
 
-/* Times the table's versions on one shape (the ceiling first), a CSV row each, and adds
+/* Times the table's versions on one shape (in rounds, the ceiling among them), a CSV row each, and adds
  * best's and the ceiling's times to records (unless NULL). settle: first run the ceiling for
  * TC_SWEEP_WARM_MS. */
 template <typename T> static void tc_sweep_bench_shape(const Options *o, const DeviceInfo *info,
@@ -196,26 +184,35 @@ template <typename T> static void tc_sweep_bench_shape(const Options *o, const D
         int warm = (int)ceil(TC_SWEEP_WARM_MS / (once > 1e-3f ? once : 1e-3f));
         time_median_ms(tc_run_timed<T>, &b, warm < 400 ? warm : 400, 1);
     }
-    float ceiling_ms = tc_sweep_time(tc_run_timed<T>, &b, o->reps);
+    const T *a0 = (const T *)b.sets.A[0], *b0 = (const T *)b.sets.B[0];
+    b.timed = (const TcVersion<T> **)xmalloc(sizeof(*b.timed) * (size_t)count);
+    float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
+    int n = 0;
+    for (int v = 0; v < count - 1; v++)
+        if (!tc_version_refusal(&table[v], s, a0, b0)) b.timed[n++] = &table[v];
+    b.timed[n++] = ceiling;
+    int most = o->reps < TC_SWEEP_MAX_REPS ? o->reps : TC_SWEEP_MAX_REPS;
+    time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, most, TC_SWEEP_BUDGET_MS,
+                   TC_SWEEP_VERSION_WARM_MS * n, ms);
+    float ceiling_ms = ms[n - 1];
     snprintf(title, sizeof title, "%s GEMM %s (sweep): TFLOP/s = 2MNK / time; ceiling = %s",
              TcHost<T>::name(), size, ceiling->name);
     table_header(title);
     double best_ms = 0.0;
-    const T *a0 = (const T *)b.sets.A[0], *b0 = (const T *)b.sets.B[0];
-    for (int v = 0; v < count; v++) {
-        const char *why = tc_version_refusal(&table[v], s, a0, b0);
-        if (why) {
-            printf("%-24s skipped: %s\n", table[v].name, why);
+    for (int v = 0, t = 0; v < count; v++) {
+        if (b.timed[t] != &table[v]) {
+            printf("%-24s skipped: %s\n", table[v].name, tc_version_refusal(&table[v], s, a0, b0));
             continue;
         }
-        b.v = &table[v];
-        float ms = v == count - 1 ? ceiling_ms : tc_sweep_time(tc_run_timed<T>, &b, o->reps);
-        BenchRow r = {table[v].name, table[v].role, size,          ms,
-                      tflops(s, ms), "TFLOP/s",     ceiling->name, tflops(s, ceiling_ms)};
+        float v_ms = ms[t++];
+        BenchRow r = {table[v].name,   table[v].role, size,          v_ms,
+                      tflops(s, v_ms), "TFLOP/s",     ceiling->name, tflops(s, ceiling_ms)};
         report_row(o->csv, info->name, CHAPTER, &r, 0.0);
-        bench_log_add(s, table[v].name, ms);
-        if (table[v].name == best) best_ms = ms;
+        bench_log_add(s, table[v].name, v_ms);
+        if (table[v].name == best) best_ms = v_ms;
     }
+    free(ms);
+    free(b.timed);
     if (best_ms > 0.0 && !tc_wgmma_unavailable()) {
         TcPlan p = tc_best_plan_for<T>(s.M, s.N, s.K, BETA, a0, b0);
         char what[200];
