@@ -154,9 +154,9 @@ template <typename T> static int tc_sweep_timed_before(Shape s, const TcVersion<
     return 1;
 }
 
-/* Times the table's versions on one shape (in rounds, the ceiling among them), a CSV row each, and adds
- * best's and the ceiling's times to records (unless NULL). settle: first run the ceiling for
- * TC_SWEEP_WARM_MS. */
+/* Times the table's versions on one shape (in rounds, the ceiling among them), a CSV row
+ * each, and adds best's and the ceiling's times to records (unless NULL). settle: first run
+ * the ceiling for TC_SWEEP_WARM_MS. */
 template <typename T> static void tc_sweep_bench_shape(const Options *o, const DeviceInfo *info,
                                                        Shape s, const TcVersion<T> *table,
                                                        int count, TcSweepLog *records, int settle)
