@@ -233,8 +233,8 @@ typedef void (*RunInto)(void *ctx, float beta, float *C);
 
 /* One version on one shape, twice: on a poisoned C with beta = 0 (every element must be
  * written, C must not be read) and on C0 with beta = BETA, every element of C compared with
- * the reference (norm_or_worst_error, common/validate.h). dC is the device C, C a host buffer of M x N; returns the number of failed
- * comparisons. */
+ * the reference (norm_or_worst_error, common/validate.h). dC is the device C, C a host
+ * buffer of M x N; returns the number of failed comparisons. */
 static int check_two_passes(const char *name, Shape s, RunInto run, void *ctx, float *dC,
                             const float *C0, float *C, const FullReference *ref, double tol)
 {
