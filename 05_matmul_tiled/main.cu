@@ -77,6 +77,8 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_wide_cluster_bf16", "step", tc_wgmma_wide_cluster_bf16, {true}},
     {"wgmma_streamk_bf16", "step", tc_wgmma_streamk_bf16, {true}},
     {"wgmma_streamk_stagger_bf16", "step", tc_wgmma_streamk_stagger_bf16, {true}},
+    {"wgmma_cload_bf16", "step", tc_wgmma_cload_bf16, {true}},
+    {"wgmma_cload3_bf16", "step", tc_wgmma_cload3_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };

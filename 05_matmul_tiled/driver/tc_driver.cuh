@@ -26,6 +26,7 @@
 #include "05_matmul_tiled/tensor_cores/01_wmma.cuh"
 #include "05_matmul_tiled/tensor_cores/14_wgmma_fp8.cuh"
 #include "05_matmul_tiled/tensor_cores/16_wgmma_wide.cuh"
+#include "05_matmul_tiled/tensor_cores/18_wgmma_cload.cuh"
 #include "05_matmul_tiled/tensor_cores/17_wgmma_streamk.cuh"
 
 /* A row of a tensor-core table (common/versions.h): the launcher of the tensor-core contract
