@@ -78,7 +78,6 @@ static const TcVersion<bf16> TC_BF16[] = {
     {"wgmma_streamk_bf16", "step", tc_wgmma_streamk_bf16, {true}},
     {"wgmma_streamk_stagger_bf16", "step", tc_wgmma_streamk_stagger_bf16, {true}},
     {"wgmma_cload_bf16", "step", tc_wgmma_cload_bf16, {true}},
-    {"wgmma_cload3_bf16", "step", tc_wgmma_cload3_bf16, {true}},
     {"best_bf16", "step", tc_best_bf16, {false}},
     {"cublas_bf16", "ceiling", gemm_cublas_bf16, {false}},
 };
@@ -93,6 +92,7 @@ static const TcVersion<float> TC_TF32[] = {
     {"wgmma_padded_tf32", "step", tc_wgmma_padded_tf32, {TC_HOPPER_ANY_K}},
     {"wgmma_ws_128x128_tf32", "step", tc_wgmma_ws_128x128_tf32, {true}},
     {"mma_skinny_tf32", "step", tc_mma_skinny_tf32, {false}},
+    {"wgmma_cload_tf32", "step", tc_wgmma_cload_tf32, {true}},
     {"best_tf32", "step", tc_best_tf32, {false}},
     {"cublas_tf32", "ceiling", gemm_cublas_tf32, {false}},
 };

@@ -1,10 +1,9 @@
 /* Chapter 05, part two, step 18 (sm_90a only): C read through shared memory, loaded by the
  * copy engine while the consumers still multiply.
  *
- *   tc_wgmma_cload_bf16   the persistent kernel (128x256 tiles, 4 stages of 48 KB) with two
- *                         16 KB buffers for C: 128 rows x 32 columns of fp32 a chunk, 8
- *                         chunks a tile.
- *   tc_wgmma_cload3_bf16  the same with 3 stages and five buffers (the same 224 KB).
+ *   tc_wgmma_cload_<t>  the persistent kernel (128x256 tiles, 4 stages of 48 KB) with two
+ *                       16 KB buffers for C: 128 rows x 32 columns of fp32 a chunk, 8 chunks
+ *                       a tile.
  *
  * With beta != 0 the epilogue reads the tile's C. In the persistent kernel every SM reads
  * its 128 KB at the same moment, with its tensor cores idle: with beta = 0 the kernel's cost
@@ -13,7 +12,7 @@
  * reads meet no bank conflicts) as soon as a buffer is free: the first NBUF chunks of a tile
  * arrive during its main loop, the rest while the consumers store the chunks before. The
  * epilogue reads C from shared memory. Only where beta != 0 and TMA can describe C
- * (N % 4 == 0, C 16-byte aligned); elsewhere the epilogue is step 7's. */
+ * (N % 4 == 0, C 16-byte aligned: tc_cload_applies); elsewhere the epilogue is step 7's. */
 #ifndef CH05_TENSOR_CORES_18_WGMMA_CLOAD_CUH
 #define CH05_TENSOR_CORES_18_WGMMA_CLOAD_CUH
 
@@ -30,12 +29,13 @@ __device__ __forceinline__ int tc_swizzle128(int row, int byte)
 }
 
 /* A consumer warpgroup's epilogue through C's chunks: for each chunk, wait for its buffer,
- * read this thread's 16 values of C, hand the buffer back, store alpha * acc + beta * C. */
+ * read this thread's 16 values of C, hand the buffer back (after a proxy fence: the buffer's
+ * next writer is the copy engine), store alpha * acc + beta * C. */
 template <int BN, int NBUF>
 __device__ __forceinline__ void tc_epilogue_chunks(const float (&d)[BN / 2], const uint8_t *cbuf,
                                                    uint64_t *cfull, uint64_t *cempty, int &g,
-                                                   float *C, int M, int N, int lrow, int m0,
-                                                   int n0, float alpha, float beta, bool pairs)
+                                                   float *C, int M, int N, int lrow, int m0, int n0,
+                                                   float alpha, float beta, bool pairs)
 {
 #ifdef TC_WGMMA_DEVICE
     const int t = threadIdx.x % 128;
@@ -52,6 +52,7 @@ __device__ __forceinline__ void tc_epilogue_chunks(const float (&d)[BN / 2], con
             old[2 * jj] = *(const float2 *)(cb + tc_swizzle128(lr, byte));
             old[2 * jj + 1] = *(const float2 *)(cb + tc_swizzle128(lr + 8, byte));
         }
+        tc_fence_proxy_async(); /* the reads above before the next TMA into this buffer */
         tc_mbar_arrive(&cempty[b]);
 #pragma unroll
         for (int jj = 0; jj < 4; jj++) {
@@ -67,14 +68,14 @@ __device__ __forceinline__ void tc_epilogue_chunks(const float (&d)[BN / 2], con
 #endif
 }
 
-template <int STAGES, int NBUF> __global__ void __launch_bounds__(384, 1)
+template <typename T, int STAGES, int NBUF> __global__ void __launch_bounds__(384, 1)
     tc_wgmma_cload_kernel(const __grid_constant__ CUtensorMap map_a,
                           const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_c, int M, int N, int K,
                           float alpha, float beta, float *C, bool pairs, bool cload)
 {
 #ifdef TC_WGMMA_DEVICE
-    constexpr int BM = 128, BN = 256, BK = TcWgType<bf16>::BK;
+    constexpr int BM = 128, BN = 256, BK = TcWgType<T>::BK;
     constexpr int A_BYTES = BM * TC_ROW_BYTES, STAGE_BYTES = A_BYTES + BN * TC_ROW_BYTES;
     __shared__ uint64_t full[STAGES], empty[STAGES], cfull[NBUF], cempty[NBUF];
     extern __shared__ uint8_t tc_smem_raw[];
@@ -121,8 +122,8 @@ template <int STAGES, int NBUF> __global__ void __launch_bounds__(384, 1)
         int m0, n0;
         tc_tile_origin(tile, tiles_m, tiles_n, BM, BN, &m0, &n0);
         float d[BN / 2];
-        tc_consume_tile<bf16, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
-                                          [&](int stage) { tc_mbar_arrive(&empty[stage]); });
+        tc_consume_tile<T, BN, STAGES>(d, smem, STAGE_BYTES, A_BYTES, rows, full, k_count, it,
+                                       [&](int stage) { tc_mbar_arrive(&empty[stage]); });
         if (cload)
             tc_epilogue_chunks<BN, NBUF>(d, cbuf, cfull, cempty, g, C, M, N, rows, m0, n0, alpha,
                                          beta, pairs);
@@ -133,11 +134,11 @@ template <int STAGES, int NBUF> __global__ void __launch_bounds__(384, 1)
 }
 
 /* C's tensor map for the chunks: M x N fp32 in boxes of 128 rows x 32 columns, 128-byte
- * swizzled. False where TMA cannot describe C (N % 4 != 0, or C not 16-byte aligned). */
+ * swizzled (N % 4 == 0 and C 16-byte aligned: TMA's 16-byte strides). False, and the map
+ * zeroed, if the driver refuses it. */
 static inline bool tc_chunk_map(CUtensorMap *map, const float *C, int M, int N)
 {
     memset(map, 0, sizeof *map);
-    if (N % 4 != 0 || !sgemm_aligned16(C)) return false;
     cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M};
     cuuint64_t strides[1] = {(cuuint64_t)N * sizeof(float)};
     cuuint32_t box[2] = {TC_CHUNK_COLS, 128};
@@ -150,38 +151,44 @@ static inline bool tc_chunk_map(CUtensorMap *map, const float *C, int M, int N)
     return r == CUDA_SUCCESS;
 }
 
-template <int STAGES, int NBUF>
-static inline void tc_wgmma_cload_launch(int M, int N, int K, float alpha, const bf16 *A,
-                                         const bf16 *Bt, float beta, float *C, bool *attr_set)
+/* Whether step 18 reads C through shared memory in this call (else its epilogue is step 7's). */
+static inline bool tc_cload_applies(int N, float beta, const float *C)
 {
+    return beta != 0.0f && N % 4 == 0 && sgemm_aligned16(C);
+}
+
+template <typename T> static inline void
+tc_wgmma_cload(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
+{
+    constexpr int STAGES = 4, NBUF = 2;
+    static bool attr_set = false;
     tc_wgmma_require(K, A, Bt);
     int smem = tc_stage_smem(128, 256, STAGES) + NBUF * TC_CHUNK_BYTES;
-    if (!*attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_cload_kernel<STAGES, NBUF>,
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_cload_kernel<T, STAGES, NBUF>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        *attr_set = true;
+        attr_set = true;
     }
     int tiles = sgemm_ceil_div(M, 128) * sgemm_ceil_div(N, 256), sms = sgemm_sm_count();
     int blocks = tiles < sms ? tiles : sms;
     CUtensorMap ma = tc_tensor_map(A, M, K, 128), mb = tc_tensor_map(Bt, N, K, 256), mc;
-    bool cload = tc_chunk_map(&mc, C, M, N) && beta != 0.0f;
-    tc_wgmma_cload_kernel<STAGES, NBUF><<<blocks, 384, smem>>>(ma, mb, mc, M, N, K, alpha, beta,
-                                                                C, tc_c_pairs(N, C), cload);
+    memset(&mc, 0, sizeof mc);
+    bool cload = tc_cload_applies(N, beta, C) && tc_chunk_map(&mc, C, M, N);
+    tc_wgmma_cload_kernel<T, STAGES, NBUF>
+        <<<blocks, 384, smem>>>(ma, mb, mc, M, N, K, alpha, beta, C, tc_c_pairs(N, C), cload);
     CHECK_LAUNCH();
 }
 
 static inline void tc_wgmma_cload_bf16(int M, int N, int K, float alpha, const bf16 *A,
                                        const bf16 *Bt, float beta, float *C)
 {
-    static bool attr_set = false;
-    tc_wgmma_cload_launch<4, 2>(M, N, K, alpha, A, Bt, beta, C, &attr_set);
+    tc_wgmma_cload(M, N, K, alpha, A, Bt, beta, C);
 }
 
-static inline void tc_wgmma_cload3_bf16(int M, int N, int K, float alpha, const bf16 *A,
-                                        const bf16 *Bt, float beta, float *C)
+static inline void tc_wgmma_cload_tf32(int M, int N, int K, float alpha, const float *A,
+                                       const float *Bt, float beta, float *C)
 {
-    static bool attr_set = false;
-    tc_wgmma_cload_launch<3, 5>(M, N, K, alpha, A, Bt, beta, C, &attr_set);
+    tc_wgmma_cload(M, N, K, alpha, A, Bt, beta, C);
 }
 
 #endif

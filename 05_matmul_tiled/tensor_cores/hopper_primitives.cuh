@@ -81,6 +81,13 @@ __device__ __forceinline__ void tc_mbar_fence_init(void)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+/* Orders this thread's shared-memory accesses (the generic proxy) before the copy engine's
+ * later ones (the async proxy): needed before a TMA overwrites a buffer the threads read. */
+__device__ __forceinline__ void tc_fence_proxy_async(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void tc_mbar_arrive_expect(uint64_t *bar, unsigned bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
