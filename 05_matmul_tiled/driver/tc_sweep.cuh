@@ -1,8 +1,9 @@
 /* Chapter 05 driver, the tensor-core sweep (--sweep-tc, --sweep-tc-all; its shapes are in
  * tc_sweep.h).
  * --check --sweep-tc runs every version tc_best may run on every sweep shape (wgmma,
- * wgmma_ws, wgmma_ws_128x128, wgmma_persistent, wgmma_cluster, wgmma_splitk, mma_pipeline),
- * the padded step, best itself, and cuBLAS on the large shapes, in both input types; then
+ * wgmma_ws, wgmma_ws_128x128, wgmma_persistent, wgmma_cload, wgmma_cluster, wgmma_splitk,
+ * mma_pipeline), the padded step, best itself, and cuBLAS on the large shapes, in both input
+ * types; then
  * best on operands at addresses TMA refuses (A, then Bt, one element past an aligned one).
  * --bench --sweep-tc times best and cuBLAS on every sweep shape (--sweep-tc-all: every
  * version the check runs, and where K is one TMA refuses, every version again on the shape
@@ -28,9 +29,9 @@
 /* The versions checked on every shape (and timed with --sweep-tc-all), less the input type;
  * the ceiling, cuBLAS, is each table's last. */
 static const char *const TC_SWEEP_CHECKED[] = {
-    "wgmma",         "wgmma_ws",     "wgmma_ws_128x128", "wgmma_persistent",
-    "wgmma_cluster", "wgmma_splitk", "mma_pipeline",     "wgmma_padded",
-    "best",          "cublas"};
+    "wgmma",         "wgmma_ws",     "wgmma_ws_128x128", "wgmma_persistent", "wgmma_cload",
+    "wgmma_cluster", "wgmma_splitk", "mma_pipeline",     "wgmma_padded",     "best",
+    "cublas"};
 static const char *const TC_SWEEP_TIMED[] = {"best", "cublas"};
 
 /* Before timing a shape, its product runs for about this long (the GPU's clock and power

@@ -32,7 +32,7 @@ CANDIDATES = [  # name, bm, bn, schedule, splits, tma  (model.h's TC_CANDIDATES)
     ("wgmma", 128, 128, "grid", 0, 1),
     ("wgmma_ws", 128, 256, "grid", 0, 1),
     ("wgmma_ws_128x128", 128, 128, "grid", 0, 1),
-    ("wgmma_persistent", 128, 256, "persistent", 0, 1),
+    ("wgmma_cload", 128, 256, "persistent", 0, 1),
     ("wgmma_cluster", 128, 256, "cluster", 0, 1),
     ("wgmma_splitk", 64, 128, "grid", 1, 1),
     ("mma_pipeline", 128, 256, "grid", 0, 0),
@@ -53,8 +53,8 @@ DEFAULT_LAUNCH_US, DEFAULT_COPY_SHARE = 6.0, 0.6
 # A candidate with no measurement borrows the fit of the nearest one that has some, so that a
 # guess never wins by being optimistic: the same tile in the other kernel, or the same kernel.
 BORROW = {"wgmma_ws_128x128": "wgmma", "wgmma": "wgmma_ws_128x128",
-          "wgmma_persistent": "wgmma_ws", "wgmma_cluster": "wgmma_persistent",
-          "wgmma_ws": "wgmma_persistent", "mma_skinny": "mma_pipeline"}
+          "wgmma_cload": "wgmma_ws", "wgmma_cluster": "wgmma_cload",
+          "wgmma_ws": "wgmma_cload", "mma_skinny": "mma_pipeline"}
 H100 = {"sms": 132, "clock_khz": 1980000, "dram_gbs": 3352.0, "cluster_fit": 66,
         "occupancy": [1, 1, 1, 1, 1, 2, 1, 2]}
 

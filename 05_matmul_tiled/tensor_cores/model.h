@@ -9,7 +9,9 @@
  *   wgmma             128x128, a block per tile, a block barrier a stage (05_wgmma.cuh)
  *   wgmma_ws          128x256, a block per tile, warp-specialized (06_wgmma_ws.cuh)
  *   wgmma_ws_128x128  the same kernel with 128x128 tiles (11_wgmma_ws_128x128.cuh)
- *   wgmma_persistent  128x256, one block per SM walking the tiles (07_wgmma_persistent.cuh)
+ *   wgmma_cload       128x256, one block per SM walking the tiles (07_wgmma_persistent.cuh),
+ *                     C read through shared memory where beta != 0 and N % 4 == 0
+ *                     (18_wgmma_cload.cuh)
  *   wgmma_cluster     128x256 tiles in vertically adjacent pairs, one cluster of two blocks
  *                     per pair (08_wgmma_cluster.cuh)
  *   wgmma_splitk      64x128, two blocks an SM, K in `splits` ranges (09_wgmma_splitk.cuh)
@@ -86,7 +88,7 @@ static const TcCandidate TC_CANDIDATES[TC_NCAND] = {
     {"wgmma", 128, 128, TC_SCHED_GRID, 0, 1},
     {"wgmma_ws", 128, 256, TC_SCHED_GRID, 0, 1},
     {"wgmma_ws_128x128", 128, 128, TC_SCHED_GRID, 0, 1},
-    {"wgmma_persistent", 128, 256, TC_SCHED_PERSISTENT, 0, 1},
+    {"wgmma_cload", 128, 256, TC_SCHED_PERSISTENT, 0, 1},
     {"wgmma_cluster", 128, 256, TC_SCHED_CLUSTER, 0, 1},
     {"wgmma_splitk", 64, 128, TC_SCHED_GRID, 1, 1},
     {"mma_pipeline", 128, 256, TC_SCHED_GRID, 0, 0},
@@ -302,7 +304,7 @@ static inline TcPlan tc_model_plan(const TcMachine *m, int M, int N, int K, floa
     return plain.rest.cand < 0 || padded.us < plain.us ? padded : plain;
 }
 
-/* "wgmma_ws", "copy A and Bt, wgmma_persistent on rows 0-3967, then wgmma_splitk with 3
+/* "wgmma_ws", "copy A and Bt, wgmma_cload on rows 0-3967, then wgmma_splitk with 3
  * splits": what a plan runs, for the bench. */
 static inline const char *tc_model_describe(const TcPlan *p, char *buf, int len)
 {

@@ -90,7 +90,7 @@ static void test_same_as_python(void)
     } want[] = {
         {2, 4096, 4096, 4096, "wgmma_cluster", 219.137},
         {2, 4097, 4097, 4097,
-         "copy A and Bt into rows of 4104, wgmma_persistent on rows 0-3967, then wgmma_ws_128x128",
+         "copy A and Bt into rows of 4104, wgmma_cload on rows 0-3967, then wgmma_ws_128x128",
          339.580},
         {2, 2048, 2048, 2048, "wgmma_cluster", 35.642},
         {2, 256, 1024, 784, "wgmma", 16.112},
@@ -102,7 +102,7 @@ static void test_same_as_python(void)
         {2, 2413, 1, 3798, "mma_skinny with 12 splits", 20.195},
         {4, 4096, 4096, 4096, "wgmma_cluster", 408.274},
         {4, 4097, 4097, 4097,
-         "copy A and Bt into rows of 4100, wgmma_persistent on rows 0-3967, then wgmma_splitk "
+         "copy A and Bt into rows of 4100, wgmma_cload on rows 0-3967, then wgmma_splitk "
          "with 4 splits",
          615.255},
         {4, 2048, 2048, 2048, "wgmma_cluster", 59.284},
