@@ -32,16 +32,18 @@ CANDIDATES = [  # name, bm, bn, schedule, splits, tma  (model.h's TC_CANDIDATES)
     ("wgmma", 128, 128, "grid", 0, 1),
     ("wgmma_ws", 128, 256, "grid", 0, 1),
     ("wgmma_ws_128x128", 128, 128, "grid", 0, 1),
-    ("wgmma_cload", 128, 256, "persistent", 0, 1),
+    ("wgmma_persistent", 128, 256, "persistent", 0, 1),
     ("wgmma_cluster", 128, 256, "cluster", 0, 1),
     ("wgmma_splitk", 64, 128, "grid", 1, 1),
     ("mma_pipeline", 128, 256, "grid", 0, 0),
     ("mma_skinny", 128, 128, "grid", 1, 0),
+    ("wgmma_cload", 128, 256, "persistent", 0, 1),
 ]
 NCAND = len(CANDIDATES)
 CAND_INDEX = {c[0]: i for i, c in enumerate(CANDIDATES)}
 SPLITK = CAND_INDEX["wgmma_splitk"]
 SKINNY = CAND_INDEX["mma_skinny"]
+CLOAD = CAND_INDEX["wgmma_cload"]
 PLAN_MARGIN = 0.03  # TC_PLAN_MARGIN
 MAX_SPLITS = 64  # TC_MAX_SPLITS
 ALPHA, BETA = 0.75, -0.5  # the driver's
@@ -53,10 +55,11 @@ DEFAULT_LAUNCH_US, DEFAULT_COPY_SHARE = 6.0, 0.6
 # A candidate with no measurement borrows the fit of the nearest one that has some, so that a
 # guess never wins by being optimistic: the same tile in the other kernel, or the same kernel.
 BORROW = {"wgmma_ws_128x128": "wgmma", "wgmma": "wgmma_ws_128x128",
-          "wgmma_cload": "wgmma_ws", "wgmma_cluster": "wgmma_cload",
-          "wgmma_ws": "wgmma_cload", "mma_skinny": "mma_pipeline"}
+          "wgmma_persistent": "wgmma_ws", "wgmma_cluster": "wgmma_persistent",
+          "wgmma_ws": "wgmma_persistent", "mma_skinny": "mma_pipeline",
+          "wgmma_cload": "wgmma_persistent"}
 H100 = {"sms": 132, "clock_khz": 1980000, "dram_gbs": 3352.0, "cluster_fit": 66,
-        "occupancy": [1, 1, 1, 1, 1, 2, 1, 2]}
+        "occupancy": [1, 1, 1, 1, 1, 2, 1, 2, 1]}
 
 
 def ceil(a, b):
@@ -144,8 +147,10 @@ def part_us(m, c, M, N, K, splits, beta_one, beta_zero):
     return max(compute, mem) + const
 
 
-def usable(m, c, tma):
+def usable(m, c, tma, N, beta_zero):
     if m.occupancy[c] < 1:
+        return False
+    if c == CLOAD and (beta_zero or N % 4 != 0):
         return False
     if CANDIDATES[c][3] == "cluster" and m.cluster_fit < 1:
         return False
@@ -156,7 +161,7 @@ def best_part(m, M, N, K, beta_one, beta_zero, tma):
     best = (-1, 1, 0.0)
     slices = ceil(K, m.bk)
     for c in range(NCAND):
-        if not usable(m, c, tma):
+        if not usable(m, c, tma, N, beta_zero):
             continue
         most = min(slices if CANDIDATES[c][4] else 1, MAX_SPLITS)
         for s in range(1, most + 1):
@@ -174,7 +179,7 @@ def plan_for(m, M, N, K, beta_one, beta_zero, tma):
     plan["us"] = plan["rest"][2]
     for c in range(NCAND):
         name, bm, bn, sched, _, _ = CANDIDATES[c]
-        if not usable(m, c, tma) or sched == "cluster":
+        if not usable(m, c, tma, N, beta_zero) or sched == "cluster":
             continue
         tiles_m, tiles_n = ceil(M, bm), ceil(N, bn)
         wave = m.sms if sched == "persistent" else m.sms * m.occupancy[c]
@@ -319,6 +324,8 @@ def fit_points(m, t, times, c):
         if k != name:
             continue
         if CANDIDATES[c][5] and not tma_rows(m, K):
+            continue
+        if c == CLOAD and N % 4 != 0:  # wgmma_cload_<t> runs step 7's epilogue there
             continue
         s = splitk_count(m, M, N, K) if c == SPLITK else (
             skinny_count(m, M, N, K) if c == SKINNY else 1)
@@ -499,7 +506,7 @@ def selftest():
     """The predictions test_05_tc_model.c prints (the same machine and parameters)."""
     gpu = dict(H100)
     fit = [(0.55, 4.0), (0.65, 8.0), (0.60, 5.0), (0.68, 6.0), (0.70, 6.0), (0.45, 3.0),
-           (0.35, 5.0), (0.30, 3.0)]
+           (0.35, 5.0), (0.30, 3.0), (0.68, 6.0)]
     for t in ("bf16", "tf32"):
         m = Machine(t, gpu, fit, 6.0, 0.6)
         for M, N, K in [(4096, 4096, 4096), (4097, 4097, 4097), (2048, 2048, 2048),

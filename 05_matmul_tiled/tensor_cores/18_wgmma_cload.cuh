@@ -157,13 +157,22 @@ static inline bool tc_cload_applies(int N, float beta, const float *C)
     return beta != 0.0f && N % 4 == 0 && sgemm_aligned16(C);
 }
 
+#define TC_CLOAD_STAGES 4 /* stages of A and Bt, 48 KB each */
+#define TC_CLOAD_BUFS 2   /* buffers of C's chunks */
+
+/* The kernel's dynamic shared memory: the stages, 1 KB to align them, the buffers. */
+static inline int tc_cload_smem(void)
+{
+    return tc_stage_smem(128, 256, TC_CLOAD_STAGES) + TC_CLOAD_BUFS * TC_CHUNK_BYTES;
+}
+
 template <typename T> static inline void
 tc_wgmma_cload(int M, int N, int K, float alpha, const T *A, const T *Bt, float beta, float *C)
 {
-    constexpr int STAGES = 4, NBUF = 2;
+    constexpr int STAGES = TC_CLOAD_STAGES, NBUF = TC_CLOAD_BUFS;
     static bool attr_set = false;
     tc_wgmma_require(K, A, Bt);
-    int smem = tc_stage_smem(128, 256, STAGES) + NBUF * TC_CHUNK_BYTES;
+    int smem = tc_cload_smem();
     if (!attr_set) {
         CUDA_CHECK(cudaFuncSetAttribute(tc_wgmma_cload_kernel<T, STAGES, NBUF>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

@@ -3,10 +3,10 @@
  * (common.cuh): any M, N, K >= 1, any pointers. For each shape they ask the model of
  * model.h which way to run it is fastest on this GPU, and run that:
  *   - on a Hopper GPU with an sm_90a build, one of the wgmma kernels: wgmma's 128x128 tiles,
- *     wgmma_ws's 128x256 or 128x128, the persistent kernel (with step 18's epilogue where it
- *     reads C), the cluster kernel, or split-K with 64x128 tiles and a split count of the
- *     model's; or two launches, the tile rows that fill whole rounds of one kernel and then
- *     the rows left over;
+ *     wgmma_ws's 128x256 or 128x128, the persistent kernel (step 7's or, where the epilogue
+ *     reads C, step 18's), the cluster kernel, or split-K with 64x128 tiles and a split
+ *     count of the model's; or two launches, the tile rows that fill whole rounds of one
+ *     kernel and then the rows left over;
  *   - where TMA cannot describe A or Bt (K not a multiple of 8 for bf16 or 4 for TF32, an
  *     unaligned pointer), the same on padded copies of the operands TMA refuses
  *     (10_wgmma_padded.cuh), or an mma.sync kernel on the operands as they are (the pipeline,
@@ -93,6 +93,8 @@ template <typename T> static inline const TcMachine *tc_best_machine(void)
                           TcMmaPipeCfg<T>::SMEM_BYTES);
     /* bf16 never: its element-wise copy waits for its loads (15_mma_skinny.cuh) */
     m.occupancy[TC_CAND_SKINNY] = sizeof(T) == 4 ? tc_mma_skinny_occupancy<T>() : 0;
+    m.occupancy[TC_CAND_CLOAD] = tc_best_occupancy(
+        tc_wgmma_cload_kernel<T, TC_CLOAD_STAGES, TC_CLOAD_BUFS>, 384, tc_cload_smem());
     ready = true;
     return &m;
 }
@@ -148,13 +150,11 @@ template <typename T> static inline void tc_best_launch(const TcPart *p, int M, 
         case TC_CAND_WS_128:
             tc_wgmma_ws_launch<T, 128, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C, 0, 1);
             break;
-        case TC_CAND_PERSISTENT: /* step 18's epilogue where it reads C, else step 7 */
-            if (tc_cload_applies(N, beta, C))
-                tc_wgmma_cload(M, N, K, alpha, A, Bt, beta, C);
-            else
-                tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C,
-                                                            sgemm_sm_count(), 1);
+        case TC_CAND_PERSISTENT:
+            tc_wgmma_ws_launch<T, 256, 2, TC_EPI_STORE>(M, N, K, alpha, A, Bt, beta, C,
+                                                        sgemm_sm_count(), 1);
             break;
+        case TC_CAND_CLOAD: tc_wgmma_cload(M, N, K, alpha, A, Bt, beta, C); break;
         case TC_CAND_CLUSTER: tc_wgmma_cluster(M, N, K, alpha, A, Bt, beta, C); break;
         case TC_CAND_SPLITK: tc_wgmma_splitk_by(M, N, K, alpha, A, Bt, beta, C, p->splits); break;
         case TC_CAND_SKINNY: tc_mma_skinny_by(M, N, K, alpha, A, Bt, beta, C, p->splits); break;

@@ -9,9 +9,7 @@
  *   wgmma             128x128, a block per tile, a block barrier a stage (05_wgmma.cuh)
  *   wgmma_ws          128x256, a block per tile, warp-specialized (06_wgmma_ws.cuh)
  *   wgmma_ws_128x128  the same kernel with 128x128 tiles (11_wgmma_ws_128x128.cuh)
- *   wgmma_cload       128x256, one block per SM walking the tiles (07_wgmma_persistent.cuh),
- *                     C read through shared memory where beta != 0 and N % 4 == 0
- *                     (18_wgmma_cload.cuh)
+ *   wgmma_persistent  128x256, one block per SM walking the tiles (07_wgmma_persistent.cuh)
  *   wgmma_cluster     128x256 tiles in vertically adjacent pairs, one cluster of two blocks
  *                     per pair (08_wgmma_cluster.cuh)
  *   wgmma_splitk      64x128, two blocks an SM, K in `splits` ranges (09_wgmma_splitk.cuh)
@@ -19,6 +17,10 @@
  *                     (04_mma_pipeline.cuh)
  *   mma_skinny        the same kernel with 128x128 tiles, two blocks an SM, K split into
  *                     `splits` ranges (15_mma_skinny.cuh)
+ *   wgmma_cload       the persistent kernel with C read through shared memory
+ *                     (18_wgmma_cload.cuh): only where the epilogue reads C (beta != 0) and
+ *                     TMA can describe it (N % 4 == 0; C's base 16-byte aligned, as
+ *                     cudaMalloc's are: where it is not, best.cuh runs step 7 instead)
  * The wgmma ones need TMA: rows of A and Bt that are multiples of 16 bytes, 16-byte aligned.
  * Where they are not, the plan can first copy the operands into padded rows
  * (10_wgmma_padded.cuh) and pay for the copy.
@@ -70,6 +72,7 @@ enum {
     TC_CAND_SPLITK,
     TC_CAND_PIPELINE,
     TC_CAND_SKINNY,
+    TC_CAND_CLOAD,
     TC_NCAND
 };
 
@@ -88,11 +91,12 @@ static const TcCandidate TC_CANDIDATES[TC_NCAND] = {
     {"wgmma", 128, 128, TC_SCHED_GRID, 0, 1},
     {"wgmma_ws", 128, 256, TC_SCHED_GRID, 0, 1},
     {"wgmma_ws_128x128", 128, 128, TC_SCHED_GRID, 0, 1},
-    {"wgmma_cload", 128, 256, TC_SCHED_PERSISTENT, 0, 1},
+    {"wgmma_persistent", 128, 256, TC_SCHED_PERSISTENT, 0, 1},
     {"wgmma_cluster", 128, 256, TC_SCHED_CLUSTER, 0, 1},
     {"wgmma_splitk", 64, 128, TC_SCHED_GRID, 1, 1},
     {"mma_pipeline", 128, 256, TC_SCHED_GRID, 0, 0},
     {"mma_skinny", 128, 128, TC_SCHED_GRID, 1, 0},
+    {"wgmma_cload", 128, 256, TC_SCHED_PERSISTENT, 0, 1},
 };
 
 /* A candidate's two fitted numbers. */
@@ -212,10 +216,12 @@ static inline double tc_model_part_us(const TcMachine *m, int c, int M, int N, i
     return us;
 }
 
-/* Whether candidate c can run here: on this GPU, and (tma == 0) without TMA. */
-static inline int tc_model_usable(const TcMachine *m, int c, int tma)
+/* Whether candidate c can run here: on this GPU, (tma == 0) without TMA, and (wgmma_cload)
+ * where the epilogue reads a C of N % 4 == 0. */
+static inline int tc_model_usable(const TcMachine *m, int c, int tma, int N, int beta_zero)
 {
     if (m->occupancy[c] < 1) return 0;
+    if (c == TC_CAND_CLOAD && (beta_zero || N % 4 != 0)) return 0;
     if (TC_CANDIDATES[c].schedule == TC_SCHED_CLUSTER && m->cluster_fit < 1) return 0;
     return tma || !TC_CANDIDATES[c].tma;
 }
@@ -229,7 +235,7 @@ static inline TcPart tc_model_best_part(const TcMachine *m, int M, int N, int K,
     TcPart best = {-1, 1, 0.0};
     long long slices = tc_model_ceil(K, m->bk);
     for (int c = 0; c < TC_NCAND; c++) {
-        if (!tc_model_usable(m, c, tma)) continue;
+        if (!tc_model_usable(m, c, tma, N, beta_zero)) continue;
         long long most = TC_CANDIDATES[c].splits ? slices : 1;
         if (most > TC_MAX_SPLITS) most = TC_MAX_SPLITS;
         for (int s = 1; s <= most; s++) {
@@ -257,7 +263,7 @@ static inline TcPlan tc_model_plan_for(const TcMachine *m, int M, int N, int K, 
     plan.us = plan.rest.us;
     for (int c = 0; c < TC_NCAND; c++) {
         const TcCandidate *cd = &TC_CANDIDATES[c];
-        if (!tc_model_usable(m, c, tma) || cd->schedule == TC_SCHED_CLUSTER) continue;
+        if (!tc_model_usable(m, c, tma, N, beta_zero) || cd->schedule == TC_SCHED_CLUSTER) continue;
         long long tiles_m = tc_model_ceil(M, cd->bm), tiles_n = tc_model_ceil(N, cd->bn);
         long long wave = (long long)m->sms * m->occupancy[c];
         if (cd->schedule == TC_SCHED_PERSISTENT) wave = m->sms;
@@ -304,7 +310,7 @@ static inline TcPlan tc_model_plan(const TcMachine *m, int M, int N, int K, floa
     return plain.rest.cand < 0 || padded.us < plain.us ? padded : plain;
 }
 
-/* "wgmma_ws", "copy A and Bt, wgmma_cload on rows 0-3967, then wgmma_splitk with 3
+/* "wgmma_ws", "copy A and Bt, wgmma_persistent on rows 0-3967, then wgmma_splitk with 3
  * splits": what a plan runs, for the bench. */
 static inline const char *tc_model_describe(const TcPlan *p, char *buf, int len)
 {

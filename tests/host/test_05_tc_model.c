@@ -26,7 +26,7 @@ static TcMachine h100(int elem_bytes, const TcParams *p)
     memset(&m, 0, sizeof m);
     m.sms = 132;
     m.cluster_fit = 66;
-    const int occ[TC_NCAND] = {1, 1, 1, 1, 1, 2, 1, 2};
+    const int occ[TC_NCAND] = {1, 1, 1, 1, 1, 2, 1, 2, 1};
     memcpy(m.occupancy, occ, sizeof occ);
     m.flops_per_us = (elem_bytes == 2 ? 4096 : 2048) * 1980.0;
     m.dram_bytes_per_us = 3352.0e3;
@@ -45,7 +45,8 @@ static const TcParams SELFTEST = {
      {0.70, 6.0},
      {0.45, 3.0},
      {0.35, 5.0},
-     {0.30, 3.0}},
+     {0.30, 3.0},
+     {0.68, 6.0}},
     6.0,
     0.6,
 };
@@ -90,7 +91,7 @@ static void test_same_as_python(void)
     } want[] = {
         {2, 4096, 4096, 4096, "wgmma_cluster", 219.137},
         {2, 4097, 4097, 4097,
-         "copy A and Bt into rows of 4104, wgmma_cload on rows 0-3967, then wgmma_ws_128x128",
+         "copy A and Bt into rows of 4104, wgmma_persistent on rows 0-3967, then wgmma_ws_128x128",
          339.580},
         {2, 2048, 2048, 2048, "wgmma_cluster", 35.642},
         {2, 256, 1024, 784, "wgmma", 16.112},
@@ -102,7 +103,7 @@ static void test_same_as_python(void)
         {2, 2413, 1, 3798, "mma_skinny with 12 splits", 20.195},
         {4, 4096, 4096, 4096, "wgmma_cluster", 408.274},
         {4, 4097, 4097, 4097,
-         "copy A and Bt into rows of 4100, wgmma_cload on rows 0-3967, then wgmma_splitk "
+         "copy A and Bt into rows of 4100, wgmma_persistent on rows 0-3967, then wgmma_splitk "
          "with 4 splits",
          615.255},
         {4, 2048, 2048, 2048, "wgmma_cluster", 59.284},
