@@ -102,6 +102,8 @@
  * tensor_cores/17_wgmma_streamk.cuh  tc_wgmma_streamk_bf16, tc_wgmma_streamk_stagger_bf16:
  *                          the persistent kernel with its last round and a half dealt by
  *                          k-slices (stream-K, tensor_cores/streamk.h), in two orders
+ * tensor_cores/18_wgmma_cload.cuh  tc_wgmma_cload_{bf16,tf32}: the persistent kernel with
+ *                          C's tile loaded by TMA into shared memory under the main loop
  * tensor_cores/model.h     (plain C) the model tc_best chooses by: rounds of tiles, the last
  *                          round's fill, a fitted efficiency and fixed cost per kernel
  *                          (tensor_cores/best_params.h, from records/tc_calibrate.py)

@@ -12,7 +12,8 @@
  * reads meet no bank conflicts) as soon as a buffer is free: the first NBUF chunks of a tile
  * arrive during its main loop, the rest while the consumers store the chunks before. The
  * epilogue reads C from shared memory. Only where beta != 0 and TMA can describe C
- * (N % 4 == 0, C 16-byte aligned: tc_cload_applies); elsewhere the epilogue is step 7's. */
+ * (N % 4 == 0, C 16-byte aligned: tc_cload_applies); elsewhere the epilogue is step 7's.
+ * The lesson: tensor_cores/epilogue.md. */
 #ifndef CH05_TENSOR_CORES_18_WGMMA_CLOAD_CUH
 #define CH05_TENSOR_CORES_18_WGMMA_CLOAD_CUH
 
