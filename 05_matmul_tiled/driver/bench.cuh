@@ -83,21 +83,29 @@ static const double WARM_MS = 200.0;
  * turn (forward, then backward), so that every version, the ceiling included, sees the same
  * history of power and clocks. Timed one after the other instead, the version that happens to
  * run about 0.7 s into the load meets the power controller's dip (on an H100 at 8192 x 8192 x
- * 32768 the SM clock falls from about 1.4 to 1.05 GHz for some 0.3 s) and loses 15%. */
+ * 32768 the SM clock falls from about 1.4 to 1.05 GHz for some 0.2 s) and loses 15%. */
 #define BENCH_ROUNDS 5
+/* Before each batch of a version's timed runs the ceiling (the last version) runs untimed for
+ * about BENCH_SETTLE_MS, so that every batch starts from the state the ceiling's stream
+ * leaves, not from its neighbour's: in one round of every tensor-core version, the versions
+ * right after slow ones (which draw less power) ran 10% faster than in a round of their peers
+ * alone. */
+#define BENCH_SETTLE_MS 10.0
 
 /* Chooses which version run(ctx) runs next. */
 typedef void (*SelectFn)(void *ctx, int version);
 
-/* Median time of each of n versions of one product, ms[v] for version v: one untimed run of
- * each tells how many repetitions fit budget_ms (3 to max_reps), then warm_ms of warm-up
- * shared among them and the rounds above. */
+/* Median time of each of n versions of one product, ms[v] for version v, the last one the
+ * ceiling: one untimed run of each tells how many repetitions fit budget_ms (3 to max_reps),
+ * then warm_ms of warm-up shared among them and the rounds above, each batch after settle_ms
+ * of the ceiling. */
 static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int max_reps,
-                           double budget_ms, double warm_ms, float *ms)
+                           double budget_ms, double warm_ms, double settle_ms, float *ms)
 {
     int *reps = (int *)xmalloc(sizeof(int) * (size_t)n),
         *done = (int *)xmalloc(sizeof(int) * (size_t)n);
     float **times = (float **)xmalloc(sizeof(float *) * (size_t)n);
+    int settle = 1;
     for (int v = 0; v < n; v++) {
         select(ctx, v);
         float once = time_median_ms(run, ctx, 1, 1);
@@ -107,12 +115,18 @@ static void time_in_rounds(TimedFn run, SelectFn select, void *ctx, int n, int m
         done[v] = 0;
         times[v] = (float *)xmalloc(sizeof(float) * (size_t)reps[v]);
         time_runs_ms(run, ctx, warm < 1 ? 1 : (warm > 128 ? 128 : warm), 0, NULL);
+        if (v == n - 1) settle = (int)ceil(settle_ms / per_run);
     }
+    settle = settle < 1 ? 1 : (settle > 64 ? 64 : settle);
     for (int round = 0; round < BENCH_ROUNDS; round++)
         for (int i = 0; i < n; i++) {
             int v = round % 2 ? n - 1 - i : i;
             int upto = reps[v] * (round + 1) / BENCH_ROUNDS;
             if (upto == done[v]) continue;
+            if (v != n - 1 && settle_ms > 0.0) {
+                select(ctx, n - 1);
+                time_runs_ms(run, ctx, settle, 0, NULL);
+            }
             select(ctx, v);
             time_runs_ms(run, ctx, 0, upto - done[v], times[v] + done[v]);
             done[v] = upto;
@@ -230,7 +244,8 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
         r.timed[n++] = v;
     }
     r.timed[n++] = count - 1;
-    time_in_rounds(run_selected, select_version, &r, n, o->reps, BUDGET_MS, WARM_MS, ms);
+    time_in_rounds(run_selected, select_version, &r, n, o->reps, BUDGET_MS, WARM_MS,
+                   BENCH_SETTLE_MS, ms);
     const SgemmVersion *cublas = &versions[count - 1];
     float cublas_ms = ms[n - 1];
     double ceiling = tflops(s, cublas_ms);

@@ -360,7 +360,8 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
         if (kernel_selected(o, versions[v].name) && !tc_version_refusal(&versions[v], s, A0, B0))
             b.timed[n++] = &versions[v];
     b.timed[n++] = ceiling;
-    time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, o->reps, BUDGET_MS, WARM_MS, ms);
+    time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, o->reps, BUDGET_MS, WARM_MS,
+                   BENCH_SETTLE_MS, ms);
     float ceiling_ms = ms[n - 1];
     snprintf(title, sizeof title,
              "%s GEMM %s (A and Bt, fp32 accumulation): TFLOP/s = 2MNK / time; "

@@ -43,6 +43,8 @@ static const char *const TC_SWEEP_TIMED[] = {"best", "cublas"};
 #define TC_SWEEP_VERSION_WARM_MS 10.0
 #define TC_SWEEP_BUDGET_MS 40.0
 #define TC_SWEEP_MAX_REPS 15
+/* the ceiling's untimed runs before each batch (bench.cuh's BENCH_SETTLE_MS) */
+#define TC_SWEEP_SETTLE_MS 2.0
 
 /* Whether `name` is `base` in some input type ("wgmma_ws" names wgmma_ws_bf16 and
  * wgmma_ws_tf32, not wgmma_ws_128x128_bf16). */
@@ -194,7 +196,7 @@ template <typename T> static void tc_sweep_bench_shape(const Options *o, const D
     b.timed[n++] = ceiling;
     int most = o->reps < TC_SWEEP_MAX_REPS ? o->reps : TC_SWEEP_MAX_REPS;
     time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, most, TC_SWEEP_BUDGET_MS,
-                   TC_SWEEP_VERSION_WARM_MS * n, ms);
+                   TC_SWEEP_VERSION_WARM_MS * n, TC_SWEEP_SETTLE_MS, ms);
     float ceiling_ms = ms[n - 1];
     snprintf(title, sizeof title, "%s GEMM %s (sweep): TFLOP/s = 2MNK / time; ceiling = %s",
              TcHost<T>::name(), size, ceiling->name);
