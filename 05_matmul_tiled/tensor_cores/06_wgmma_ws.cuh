@@ -90,10 +90,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), CONSUMERS == 1 ? 2 : 1)
         k_count = min(split_tiles, k_count - k_first);
     }
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 128 * CONSUMERS);
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 128 * CONSUMERS);
         tc_mbar_fence_init();
     }
     __syncthreads();

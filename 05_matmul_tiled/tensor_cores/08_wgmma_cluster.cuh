@@ -60,10 +60,7 @@ template <typename T, int STAGES, int BN = TC_CLUSTER_BN> __global__ void __laun
               pair_tiles = pair_rows * tiles_n;
     const int cluster = blockIdx.x / 2, clusters = gridDim.x / 2, k_count = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 2 * CONSUMER_WARPS);
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 2 * CONSUMER_WARPS);
         tc_mbar_fence_init();
     }
     tc_cluster_sync();

@@ -91,10 +91,7 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
     const int wg = threadIdx.x / 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_count = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 256); /* every thread of both consumers */
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 256); /* every thread of both consumers */
         tc_mbar_fence_init();
     }
     __syncthreads();

@@ -61,10 +61,7 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
     const int wg = threadIdx.x / 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_count = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 128); /* every thread of the one consumer of the slice */
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 128); /* the one consumer of the slice */
         tc_mbar_init(&turn[0], 128);
         tc_mbar_init(&turn[1], 128);
         tc_mbar_fence_init();

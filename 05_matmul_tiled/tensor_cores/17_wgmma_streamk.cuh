@@ -49,10 +49,7 @@ template <typename T, int STAGES> __global__ void __launch_bounds__(384, 1)
         tc_streamk_plan(tiles_m * tiles_n, gridDim.x, (K + BK - 1) / BK, stagger);
     const int pieces = tc_streamk_pieces(&plan, blockIdx.x);
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 256);
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 256);
         tc_mbar_fence_init();
     }
     __syncthreads();

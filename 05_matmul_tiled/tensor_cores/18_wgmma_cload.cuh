@@ -85,14 +85,8 @@ template <typename T, int STAGES, int NBUF> __global__ void __launch_bounds__(38
     const int wg = threadIdx.x / 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_count = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            tc_mbar_init(&full[s], 1);
-            tc_mbar_init(&empty[s], 256);
-        }
-        for (int b = 0; b < NBUF; b++) {
-            tc_mbar_init(&cfull[b], 1);
-            tc_mbar_init(&cempty[b], 256);
-        }
+        tc_mbar_init_ring(full, empty, STAGES, 256);
+        tc_mbar_init_ring(cfull, cempty, NBUF, 256); /* C's buffers, the same way */
         tc_mbar_fence_init();
     }
     __syncthreads();

@@ -75,6 +75,18 @@ __device__ __forceinline__ void tc_mbar_init(uint64_t *bar, unsigned count)
                  : "r"(tc_smem_addr(bar)), "r"(count));
 }
 
+/* A ring of n slots, each with a `full` barrier (one arrival: the producer's, with the
+ * bytes its copies bring) and an `empty` one (`consumers` arrivals: every consumer that read
+ * the slot). One thread initializes; tc_mbar_fence_init makes them visible. */
+__device__ __forceinline__ void tc_mbar_init_ring(uint64_t *full, uint64_t *empty, int n,
+                                                  unsigned consumers)
+{
+    for (int s = 0; s < n; s++) {
+        tc_mbar_init(&full[s], 1);
+        tc_mbar_init(&empty[s], consumers);
+    }
+}
+
 /* Makes the initialized barriers visible to the copy engine (the async proxy). */
 __device__ __forceinline__ void tc_mbar_fence_init(void)
 {
