@@ -218,6 +218,13 @@ static void select_version(void *p, int which)
 
 static void run_selected(void *p) { run_version(&((BenchRounds *)p)->b); }
 
+/* Whether bench_shape leaves version v out: predicted from the half size (last_ms[v], see
+ * below) to take over SKIP_RUN_MS a run. */
+static int bench_predicted_slow(const double *last_ms, int v)
+{
+    return last_ms && last_ms[v] * 8.0 > SKIP_RUN_MS;
+}
+
 /* Times every selected version of the table on one shape against its ceiling, the table's
  * last version (cuBLAS), in the same rounds (time_in_rounds).
  * last_ms[v] carries each version's time from the previous (half-size) square, or 0. */
@@ -229,20 +236,13 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
     BenchRounds r;
     r.versions = versions;
     bench_alloc(&r.b, s, info, o->seed);
-    /* Which versions run: a version predicted to take over SKIP_RUN_MS is left out. */
     r.timed = (int *)xmalloc(sizeof(int) * (size_t)count);
-    int *skipped = (int *)xmalloc(sizeof(int) * (size_t)count);
     float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
     int n = 0;
-    for (int v = 0; v < count - 1; v++) {
-        skipped[v] = 0;
-        if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
-        if (last_ms && last_ms[v] * 8.0 > SKIP_RUN_MS) {
-            skipped[v] = 1;
-            continue;
-        }
-        r.timed[n++] = v;
-    }
+    for (int v = 0; v < count - 1; v++)
+        if (kernel_selected(o, versions[v].name) && version_fits(&versions[v]) &&
+            !bench_predicted_slow(last_ms, v))
+            r.timed[n++] = v;
     r.timed[n++] = count - 1;
     time_in_rounds(run_selected, select_version, &r, n, o->reps, BUDGET_MS, WARM_MS,
                    BENCH_SETTLE_MS, ms);
@@ -257,13 +257,13 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
     table_header(title);
     double base_ms = 0.0;
     for (int v = 0, t = 0; v < count - 1; v++) {
-        if (skipped[v]) {
+        if (!kernel_selected(o, versions[v].name) || !version_fits(&versions[v])) continue;
+        if (bench_predicted_slow(last_ms, v)) {
             printf("%-24s skipped: about %.0f ms a run predicted from the half size\n",
                    versions[v].name, last_ms[v] * 8.0);
             last_ms[v] = 1e30;
             continue;
         }
-        if (t == n - 1 || r.timed[t] != v) continue;
         float v_ms = ms[t++];
         bench_log_add(s, versions[v].name, v_ms);
         if (last_ms) last_ms[v] = v_ms;
@@ -277,7 +277,6 @@ static void bench_shape(const Options *o, const DeviceInfo *info, Shape s,
                   ceiling,      "TFLOP/s",    cublas->name, ceiling};
     report_row(o->csv, info->name, CHAPTER, &c, base_ms);
     free(ms);
-    free(skipped);
     free(r.timed);
     operand_sets_free(&r.b.sets);
 }

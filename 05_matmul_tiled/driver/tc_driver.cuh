@@ -335,6 +335,22 @@ template <typename T> static void tc_select_timed(void *p, int which)
     b->v = b->timed[which];
 }
 
+/* Fills b->timed (allocated here, the caller frees it) with the versions of table[0..count-1)
+ * that --kernel selects and that can run on s, in table order, then the ceiling,
+ * table[count - 1]: what time_in_rounds times. Returns how many. */
+template <typename T> static int tc_timed_versions(const Options *o, TcBenchCtx<T> *b, Shape s,
+                                                   const TcVersion<T> *table, int count)
+{
+    const T *A0 = (const T *)b->sets.A[0], *B0 = (const T *)b->sets.B[0];
+    b->timed = (const TcVersion<T> **)xmalloc(sizeof(*b->timed) * (size_t)count);
+    int n = 0;
+    for (int v = 0; v < count - 1; v++)
+        if (kernel_selected(o, table[v].name) && !tc_version_refusal(&table[v], s, A0, B0))
+            b->timed[n++] = &table[v];
+    b->timed[n++] = &table[count - 1];
+    return n;
+}
+
 /* Times every selected version of one table on one shape against the table's ceiling (its
  * last version), all in the same rounds (time_in_rounds). */
 template <typename T> static void tc_bench_shape(const Options *o, const DeviceInfo *info, Shape s,
@@ -353,13 +369,8 @@ template <typename T> static void tc_bench_shape(const Options *o, const DeviceI
         operand_sets_free(&b.sets);
         return;
     }
-    b.timed = (const TcVersion<T> **)xmalloc(sizeof(*b.timed) * (size_t)count);
     float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
-    int n = 0;
-    for (int v = 0; v < count - 1; v++)
-        if (kernel_selected(o, versions[v].name) && !tc_version_refusal(&versions[v], s, A0, B0))
-            b.timed[n++] = &versions[v];
-    b.timed[n++] = ceiling;
+    int n = tc_timed_versions(o, &b, s, versions, count);
     time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, o->reps, BUDGET_MS, WARM_MS,
                    BENCH_SETTLE_MS, ms);
     float ceiling_ms = ms[n - 1];

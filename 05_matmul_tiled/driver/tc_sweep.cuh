@@ -188,12 +188,8 @@ template <typename T> static void tc_sweep_bench_shape(const Options *o, const D
         time_median_ms(tc_run_timed<T>, &b, warm < 400 ? warm : 400, 1);
     }
     const T *a0 = (const T *)b.sets.A[0], *b0 = (const T *)b.sets.B[0];
-    b.timed = (const TcVersion<T> **)xmalloc(sizeof(*b.timed) * (size_t)count);
     float *ms = (float *)xmalloc(sizeof(float) * (size_t)count);
-    int n = 0;
-    for (int v = 0; v < count - 1; v++)
-        if (!tc_version_refusal(&table[v], s, a0, b0)) b.timed[n++] = &table[v];
-    b.timed[n++] = ceiling;
+    int n = tc_timed_versions(o, &b, s, table, count); /* the table is --kernel's already */
     int most = o->reps < TC_SWEEP_MAX_REPS ? o->reps : TC_SWEEP_MAX_REPS;
     time_in_rounds(tc_run_timed<T>, tc_select_timed<T>, &b, n, most, TC_SWEEP_BUDGET_MS,
                    TC_SWEEP_VERSION_WARM_MS * n, TC_SWEEP_SETTLE_MS, ms);
