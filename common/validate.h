@@ -52,17 +52,29 @@ static inline double max_rel_error(const float *gpu, const double *ref, size_t n
     return maxerr;
 }
 
+/* One pass over a result: the sums of (gpu - ref)^2 and ref^2 and, if worst is given, the
+ * largest |gpu - ref|. 0 if an element is not finite (the sums are then incomplete). */
+static inline int diff_sums(const float *gpu, const double *ref, size_t n, double *num, double *den,
+                            double *worst)
+{
+    *num = 0.0, *den = 0.0;
+    if (worst) *worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double g = (double)gpu[i];
+        if (!isfinite(g)) return 0;
+        *num += (g - ref[i]) * (g - ref[i]);
+        *den += ref[i] * ref[i];
+        if (worst) *worst = fmax(*worst, fabs(g - ref[i]));
+    }
+    return 1;
+}
+
 /* ||gpu - ref||_2 / ||ref||_2 (or the absolute norm if ref is all zero); INFINITY if any
  * element is not finite. For long sums and products, where single elements may cancel. */
 static inline double norm_rel_error(const float *gpu, const double *ref, size_t n)
 {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double g = (double)gpu[i];
-        if (!isfinite(g)) return INFINITY;
-        num += (g - ref[i]) * (g - ref[i]);
-        den += ref[i] * ref[i];
-    }
+    double num, den;
+    if (!diff_sums(gpu, ref, n, &num, &den, NULL)) return INFINITY;
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
@@ -71,17 +83,14 @@ static inline double norm_rel_error(const float *gpu, const double *ref, size_t 
  * largest of n normal errors in units of their spread, and 4 leaves room for errors that
  * grow with their element (e4m3's truncating tensor-core sums). A few hundred wrong elements
  * (one chunk of a tile computed from stale inputs, each off by the size of C's values) hide
- * in the normwise error of 16 million, not in the worst one. */
+ * in the normwise error of 16 million, not in the worst one. Both from one pass. */
 static inline double norm_or_worst_error(const float *gpu, const double *ref, size_t n)
 {
-    double norm = norm_rel_error(gpu, ref, n);
-    if (!isfinite(norm) || n == 0) return norm;
-    double worst = 0.0, sq = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        worst = fmax(worst, fabs((double)gpu[i] - ref[i]));
-        sq += ref[i] * ref[i];
-    }
-    double rms = sqrt(sq / (double)n), bound = 4.0 * sqrt(fmax(1.0, 2.0 * log((double)n)));
+    double num, den, worst;
+    if (!diff_sums(gpu, ref, n, &num, &den, &worst)) return INFINITY;
+    double norm = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    if (n == 0) return norm;
+    double rms = sqrt(den / (double)n), bound = 4.0 * sqrt(fmax(1.0, 2.0 * log((double)n)));
     return fmax(norm, (rms > 0.0 ? worst / rms : worst) / bound);
 }
 
