@@ -14,13 +14,31 @@
 #   best_params.h    the fitted parameters: copy it over tensor_cores/best_params.h, rebuild,
 #                    and run this script again with `best` to time the result
 # With `best`: build.log, bench_best.log and tc_best.csv (best and cuBLAS on the sweep).
+#   bash 05_matmul_tiled/records/tc_sweep_run.sh OUT_DIR rows [BASELINE_BIN]
+# The tensor-core rows of plots/results/<GPU>.csv (about two minutes on an H100): every
+# tensor-core version at the bench shapes and best and cuBLAS on the sweep, into rows.csv
+# (bench_tc.log, bench_sweep.log; put them in with `python3 plots/update_results.py --rows
+# plots/results/<GPU>.csv OUT_DIR/rows.csv`), then --check of every tensor-core version
+# (check_tc.log). With BASELINE_BIN, another build of matmul_tiled (the code before a change),
+# the sweep of best and cuBLAS alternates between it and this build three times
+# (ab_base1..3.log and .csv, ab_this1..3.log and .csv) and their summaries are printed.
 # Each step has a time limit; a step cut short keeps what it wrote (CSV rows are appended
 # shape by shape, bf16 and TF32 in turn).
 set -u
-OUT=${1:?usage: tc_sweep_run.sh OUT_DIR [best]}
+USAGE="usage: tc_sweep_run.sh OUT_DIR [all | best | rows [BASELINE_BIN]]"
+OUT=${1:?$USAGE}
 MODE=${2:-all}
+BASE=${3:-}
+case "$MODE" in
+    all | best | rows) ;;
+    *) printf 'tc_sweep_run.sh: no mode %s\n%s\n' "$MODE" "$USAGE"; exit 2 ;;
+esac
+if [ -n "$BASE" ]; then
+    [ -x "$BASE" ] || { printf 'tc_sweep_run.sh: no program %s\n%s\n' "$BASE" "$USAGE"; exit 2; }
+    BASE=$(realpath "$BASE")
+fi
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
 cd "$(dirname "$0")/../.." || exit 1
-mkdir -p "$OUT"
 BIN=05_matmul_tiled/matmul_tiled
 if ! make -C 05_matmul_tiled ARCH=sm_90 > "$OUT/build.log" 2>&1; then
     echo "build failed:"
@@ -34,6 +52,30 @@ step() {
     timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
     echo "$name: exit $? after $((SECONDS - start)) s"
 }
+
+if [ "$MODE" = rows ]; then
+    # Every tensor-core version: the names --help lists that end in a precision.
+    TC=$("$BIN" --help | grep -o -E '\b[a-z0-9_]+_(bf16|tf32|fp8)\b' | sort -u | paste -sd, -)
+    PEERS=best_bf16,cublas_bf16,best_tf32,cublas_tf32
+    rm -f "$OUT/rows.csv" "$OUT"/ab_*.csv
+    step bench_tc 120 "$BIN" --bench --kernel "$TC" --csv "$OUT/rows.csv"
+    step bench_sweep 120 "$BIN" --bench --sweep-tc --sweep-only --kernel $PEERS --csv "$OUT/rows.csv"
+    if [ -n "$BASE" ]; then
+        for i in 1 2 3; do
+            step ab_base$i 90 "$BASE" --bench --sweep-tc --sweep-only --kernel $PEERS \
+                --csv "$OUT/ab_base$i.csv"
+            step ab_this$i 90 "$BIN" --bench --sweep-tc --sweep-only --kernel $PEERS \
+                --csv "$OUT/ab_this$i.csv"
+        done
+    fi
+    step check_tc 120 "$BIN" --check --kernel "$TC"
+    echo
+    grep -h -E "all checks passed|CHECK FAILED" "$OUT/check_tc.log"
+    for f in "$OUT/bench_sweep.log" "$OUT"/ab_*.log; do
+        [ -f "$f" ] && { echo "$(basename "$f"):"; grep -A4 "sweep summary" "$f" | tail -n 4; }
+    done
+    exit 0
+fi
 
 if [ "$MODE" = best ]; then
     rm -f "$OUT/tc_best.csv"
