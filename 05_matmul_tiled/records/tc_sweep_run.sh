@@ -34,6 +34,7 @@ case "$MODE" in
     *) printf 'tc_sweep_run.sh: no mode %s\n%s\n' "$MODE" "$USAGE"; exit 2 ;;
 esac
 if [ -n "$BASE" ]; then
+    [ "$MODE" = rows ] || { printf 'tc_sweep_run.sh: a baseline only with rows\n%s\n' "$USAGE"; exit 2; }
     [ -x "$BASE" ] || { printf 'tc_sweep_run.sh: no program %s\n%s\n' "$BASE" "$USAGE"; exit 2; }
     BASE=$(realpath "$BASE")
 fi
