@@ -34,7 +34,10 @@ case "$MODE" in
     *) printf 'tc_sweep_run.sh: no mode %s\n%s\n' "$MODE" "$USAGE"; exit 2 ;;
 esac
 if [ -n "$BASE" ]; then
-    [ "$MODE" = rows ] || { printf 'tc_sweep_run.sh: a baseline only with rows\n%s\n' "$USAGE"; exit 2; }
+    if [ "$MODE" != rows ]; then
+        printf 'tc_sweep_run.sh: a baseline only with rows\n%s\n' "$USAGE"
+        exit 2
+    fi
     [ -x "$BASE" ] || { printf 'tc_sweep_run.sh: no program %s\n%s\n' "$BASE" "$USAGE"; exit 2; }
     BASE=$(realpath "$BASE")
 fi
@@ -60,7 +63,8 @@ if [ "$MODE" = rows ]; then
     PEERS=best_bf16,cublas_bf16,best_tf32,cublas_tf32
     rm -f "$OUT/rows.csv" "$OUT"/ab_*.csv
     step bench_tc 120 "$BIN" --bench --kernel "$TC" --csv "$OUT/rows.csv"
-    step bench_sweep 120 "$BIN" --bench --sweep-tc --sweep-only --kernel $PEERS --csv "$OUT/rows.csv"
+    step bench_sweep 120 "$BIN" --bench --sweep-tc --sweep-only --kernel $PEERS \
+        --csv "$OUT/rows.csv"
     if [ -n "$BASE" ]; then
         for i in 1 2 3; do
             step ab_base$i 90 "$BASE" --bench --sweep-tc --sweep-only --kernel $PEERS \
