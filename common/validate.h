@@ -69,13 +69,19 @@ static inline int diff_sums(const float *gpu, const double *ref, size_t n, doubl
     return 1;
 }
 
+/* sqrt(num / den), the normwise error of diff_sums' sums (the absolute norm if den is 0). */
+static inline double norm_of_sums(double num, double den)
+{
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
 /* ||gpu - ref||_2 / ||ref||_2 (or the absolute norm if ref is all zero); INFINITY if any
  * element is not finite. For long sums and products, where single elements may cancel. */
 static inline double norm_rel_error(const float *gpu, const double *ref, size_t n)
 {
     double num, den;
     if (!diff_sums(gpu, ref, n, &num, &den, NULL)) return INFINITY;
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+    return norm_of_sums(num, den);
 }
 
 /* The normwise relative error of a result, or, where larger, its worst element's error over
@@ -88,7 +94,7 @@ static inline double norm_or_worst_error(const float *gpu, const double *ref, si
 {
     double num, den, worst;
     if (!diff_sums(gpu, ref, n, &num, &den, &worst)) return INFINITY;
-    double norm = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    double norm = norm_of_sums(num, den);
     if (n == 0) return norm;
     double rms = sqrt(den / (double)n), bound = 4.0 * sqrt(fmax(1.0, 2.0 * log((double)n)));
     return fmax(norm, (rms > 0.0 ? worst / rms : worst) / bound);
