@@ -44,10 +44,10 @@ def main():
         first = {}
         for r in fresh:
             first.setdefault(key(r), r)
-        fresh = list(first.values())
+        count = len(first)
         # In place where the old file has the row, after the chapter's rows where not.
         rows = [first.pop(key(r), r) for r in old]
-        what = f"{len(fresh)} rows ({len(first)} new)"
+        what = f"{count} rows ({len(first)} new)"
         for r in first.values():
             last = [i for i, o in enumerate(rows) if o[1] == r[1]]
             rows.insert(last[-1] + 1 if last else len(rows), r)
