@@ -101,14 +101,24 @@ def model_splits(slices, splits):
     return ceil(slices, per)
 
 
-def rounds(m, c, tiles_m, tiles_n, splits):
+SKINNY_FULL_ROWS = 240  # TC_SKINNY_FULL_ROWS
+
+
+def full_blocks(m, c, M, N):
+    """tc_model_full_blocks: the blocks an SM must hold to count as full."""
+    if c == SKINNY and min(M, 128) + min(N, 128) >= SKINNY_FULL_ROWS:
+        return 1
+    return m.occupancy[c]
+
+
+def rounds(m, c, tiles_m, tiles_n, splits, full=None):
     sched = CANDIDATES[c][3]
     if sched == "cluster":
         return ceil(ceil(tiles_m, 2) * tiles_n, m.cluster_fit)
     b = ceil(tiles_m * tiles_n * splits, m.sms)
     if sched == "persistent":
         return b
-    occ = m.occupancy[c]
+    occ = m.occupancy[c] if full is None else full
     return occ if b < occ else b
 
 
@@ -128,7 +138,7 @@ def part_terms(m, c, M, N, K, splits, beta_one, beta_zero):
     slices = ceil(K, m.bk)
     splits = model_splits(slices, splits) if can_split else 1
     per = ceil(slices, splits)
-    r = rounds(m, c, ceil(M, bm), ceil(N, bn), splits)
+    r = rounds(m, c, ceil(M, bm), ceil(N, bn), splits, full_blocks(m, c, M, N))
     flops_us = 2.0 * bm * bn * (per * m.bk) * warp_share(c, M, N) / m.flops_per_us
     mn = float(M) * N
     mem = (m.elem * (float(M) + N) * K + 4.0 * mn * (1.0 if beta_zero else 2.0)) / m.dram
@@ -182,7 +192,7 @@ def plan_for(m, M, N, K, beta_one, beta_zero, tma):
         if not usable(m, c, tma, N, beta_zero) or sched == "cluster":
             continue
         tiles_m, tiles_n = ceil(M, bm), ceil(N, bn)
-        wave = m.sms if sched == "persistent" else m.sms * m.occupancy[c]
+        wave = m.sms if sched == "persistent" else m.sms * full_blocks(m, c, M, N)
         rows = tiles_m * tiles_n // wave * wave // tiles_n
         if rows < 1 or rows >= tiles_m:
             continue
@@ -512,7 +522,7 @@ def selftest():
         for M, N, K in [(4096, 4096, 4096), (4097, 4097, 4097), (2048, 2048, 2048),
                         (256, 1024, 784), (1024, 784, 32), (4095, 4095, 4095),
                         (8192, 8192, 8192), (32, 1024, 7000), (33, 7391, 4502),
-                        (2413, 1, 3798)]:
+                        (2413, 1, 3798), (1822, 123, 6427), (121, 2913, 1078)]:
             ok = tma_rows(m, K)
             p = plan(m, M, N, K, BETA, ok, ok)
             print(f"{t} {M}x{N}x{K}: {describe(p)}; {p['us']:.3f}")

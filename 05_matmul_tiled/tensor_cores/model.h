@@ -37,7 +37,10 @@
  * it does; blocks sharing an SM (two of wgmma_splitk's fit) share its tensor cores, so b
  * counts block times at the SM's full rate. An SM that gets fewer blocks than it could hold
  * still counts as full (a lone 64-row block keeps only one consumer warpgroup busy): that is
- * what makes split-K fill every slot. The persistent kernel deals tiles round-robin to
+ * what makes split-K fill every slot. mma_skinny is the exception where its tiles are (almost)
+ * all inside the matrix: there its copies, not its warps, are the SM's bound, and a lone block
+ * keeps the SM as busy as two (skinny.md, "The model, refitted"), so one block counts as
+ * full. The persistent kernel deals tiles round-robin to
  * one block per SM: ceil(tiles / SMs) rounds; the cluster kernel deals pairs of tiles to as
  * many clusters as fit at once: ceil(pairs / clusters). With 132 SMs, 133 tiles take two
  * rounds where 132 take one: the last, ragged round is what the choice is mostly about.
@@ -166,18 +169,37 @@ static inline int tc_model_splits(long long slices, int splits)
     return (int)tc_model_ceil(slices, per);
 }
 
-/* Block times of the busiest SM (or rounds of the persistent and cluster kernels): see
- * ROUNDS. */
-static inline long long tc_model_rounds(const TcMachine *m, int c, long long tiles_m,
-                                        long long tiles_n, int splits)
+/* Rows of its 128 + 128 that mma_skinny's tile must hold inside A and Bt for a lone block to
+ * keep an SM busy (see ROUNDS). */
+#define TC_SKINNY_FULL_ROWS 240
+
+/* The blocks an SM must hold to count as full (ROUNDS): the candidate's occupancy, but one
+ * for mma_skinny where its tiles are (almost) all inside the matrix. */
+static inline int tc_model_full_blocks(const TcMachine *m, int c, int M, int N)
+{
+    if (c == TC_CAND_SKINNY && (M < 128 ? M : 128) + (N < 128 ? N : 128) >= TC_SKINNY_FULL_ROWS)
+        return 1;
+    return m->occupancy[c];
+}
+
+/* Block times of the busiest SM (or rounds of the persistent and cluster kernels), where an
+ * SM counts as full with `full` blocks: see ROUNDS. */
+static inline long long tc_model_rounds_at(const TcMachine *m, int c, long long tiles_m,
+                                           long long tiles_n, int splits, int full)
 {
     const TcCandidate *cd = &TC_CANDIDATES[c];
     if (cd->schedule == TC_SCHED_CLUSTER)
         return tc_model_ceil(tc_model_ceil(tiles_m, 2) * tiles_n, m->cluster_fit);
     long long blocks = tiles_m * tiles_n * splits, b = tc_model_ceil(blocks, m->sms);
     if (cd->schedule == TC_SCHED_PERSISTENT) return b;
-    int occ = m->occupancy[c];
-    return b < occ ? occ : b;
+    return b < full ? full : b;
+}
+
+/* The same, an SM full with as many blocks as it holds. */
+static inline long long tc_model_rounds(const TcMachine *m, int c, long long tiles_m,
+                                        long long tiles_n, int splits)
+{
+    return tc_model_rounds_at(m, c, tiles_m, tiles_n, splits, m->occupancy[c]);
 }
 
 /* The share of its 64 x 64 that mma_skinny's busiest warp multiplies: its m-tiles of 16 rows
@@ -204,7 +226,9 @@ static inline double tc_model_part_us(const TcMachine *m, int c, int M, int N, i
     long long tiles_m = tc_model_ceil(M, cd->bm), tiles_n = tc_model_ceil(N, cd->bn);
     double flops = 2.0 * cd->bm * cd->bn * (double)(per * m->bk) * tc_model_warp_share(c, M, N);
     double block_us = flops / (m->flops_per_us * f->eff) + f->fixed_us;
-    double compute = (double)tc_model_rounds(m, c, tiles_m, tiles_n, splits) * block_us;
+    long long rounds =
+        tc_model_rounds_at(m, c, tiles_m, tiles_n, splits, tc_model_full_blocks(m, c, M, N));
+    double compute = (double)rounds * block_us;
     double mn = (double)M * N;
     double bytes = (double)m->elem_bytes * ((double)M + N) * K + 4.0 * mn * (beta_zero ? 1.0 : 2.0);
     double memory = bytes / m->dram_bytes_per_us;
@@ -265,7 +289,7 @@ static inline TcPlan tc_model_plan_for(const TcMachine *m, int M, int N, int K, 
         const TcCandidate *cd = &TC_CANDIDATES[c];
         if (!tc_model_usable(m, c, tma, N, beta_zero) || cd->schedule == TC_SCHED_CLUSTER) continue;
         long long tiles_m = tc_model_ceil(M, cd->bm), tiles_n = tc_model_ceil(N, cd->bn);
-        long long wave = (long long)m->sms * m->occupancy[c];
+        long long wave = (long long)m->sms * tc_model_full_blocks(m, c, M, N);
         if (cd->schedule == TC_SCHED_PERSISTENT) wave = m->sms;
         long long rows = tiles_m * tiles_n / wave * wave / tiles_n; /* tile rows in whole rounds */
         if (rows < 1 || rows >= tiles_m) continue;

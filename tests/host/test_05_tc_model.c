@@ -75,6 +75,15 @@ static void test_helpers(void)
                tc_model_rounds(&m, TC_CAND_SPLITK, 2, 132, 2) == 4 &&
                tc_model_rounds(&m, TC_CAND_SPLITK, 1, 265, 1) == 3,
            "05 tc model: two split-K blocks an SM, a lone one counted as two");
+    /* mma_skinny: one block fills an SM where its tile holds 240 of its 256 rows or more */
+    expect(tc_model_full_blocks(&m, TC_CAND_SKINNY, 1822, 123) == 1 &&
+               tc_model_full_blocks(&m, TC_CAND_SKINNY, 121, 2913) == 1 &&
+               tc_model_full_blocks(&m, TC_CAND_SKINNY, 5235, 95) == 2 &&
+               tc_model_full_blocks(&m, TC_CAND_SKINNY, 33, 7391) == 2 &&
+               tc_model_full_blocks(&m, TC_CAND_SPLITK, 4096, 4096) == 2 &&
+               tc_model_rounds_at(&m, TC_CAND_SKINNY, 15, 1, 8, 1) == 1 &&
+               tc_model_rounds_at(&m, TC_CAND_SKINNY, 15, 1, 8, 2) == 2,
+           "05 tc model: a lone mma_skinny block fills an SM where its tiles are full");
     /* 4097^2 in 128x256 tiles: 33 x 17; pairs of tile rows: 17 x 17 = 289 over 66 clusters */
     expect(tc_model_rounds(&m, TC_CAND_CLUSTER, 33, 17, 1) == 5 &&
                tc_model_rounds(&m, TC_CAND_PERSISTENT, 33, 17, 1) == 5,
@@ -95,25 +104,29 @@ static void test_same_as_python(void)
          339.580},
         {2, 2048, 2048, 2048, "wgmma_cluster", 35.642},
         {2, 256, 1024, 784, "wgmma", 16.112},
-        {2, 1024, 784, 32, "wgmma", 10.470},
+        {2, 1024, 784, 32, "mma_skinny", 9.862},
         {2, 4095, 4095, 4095, "copy A and Bt into rows of 4096, wgmma_cluster", 291.848},
         {2, 8192, 8192, 8192, "wgmma_cluster", 1615.097},
         {2, 32, 1024, 7000, "wgmma_splitk with 28 splits", 21.472},
         {2, 33, 7391, 4502, "mma_skinny with 4 splits", 43.019},
         {2, 2413, 1, 3798, "mma_skinny with 12 splits", 20.195},
+        {2, 1822, 123, 6427, "mma_skinny with 8 splits", 28.880},
+        {2, 121, 2913, 1078, "mma_skinny with 5 splits", 21.392},
         {4, 4096, 4096, 4096, "wgmma_cluster", 408.274},
         {4, 4097, 4097, 4097,
          "copy A and Bt into rows of 4100, wgmma_persistent on rows 0-3967, then wgmma_splitk "
          "with 4 splits",
          615.255},
         {4, 2048, 2048, 2048, "wgmma_cluster", 59.284},
-        {4, 256, 1024, 784, "wgmma", 21.754},
-        {4, 1024, 784, 32, "wgmma", 10.470},
+        {4, 256, 1024, 784, "mma_skinny with 7 splits", 21.263},
+        {4, 1024, 784, 32, "mma_skinny", 9.862},
         {4, 4095, 4095, 4095, "copy A and Bt into rows of 4096, wgmma_cluster", 547.696},
         {4, 8192, 8192, 8192, "wgmma_cluster", 3128.193},
         {4, 32, 1024, 7000, "wgmma_splitk with 32 splits", 23.352},
         {4, 33, 7391, 4502, "mma_skinny with 4 splits", 66.292},
         {4, 2413, 1, 3798, "mma_skinny with 11 splits", 22.984},
+        {4, 1822, 123, 6427, "mma_skinny with 8 splits", 40.085},
+        {4, 121, 2913, 1078, "mma_skinny with 5 splits", 23.978},
     };
     int all = 1;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
