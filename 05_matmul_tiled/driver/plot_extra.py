@@ -9,7 +9,8 @@
                               panel per GPU
 The shape sweep times only SWEEP_KERNELS; the shapes where more versions ran are the
 ladder's, and only those go into the first two figures and the chapter's main figure. The
-tensor-core versions (names ending in _bf16 or _tf32) have the ladder figure of their own.
+tensor-core versions (names ending in _bf16, _tf32 or _fp8) have the ladder figure of their
+own.
 With several GPUs, the per-GPU figures get the GPU's name as a suffix.
 """
 import math
@@ -39,7 +40,7 @@ LADDER_SIZE = "4096x4096x4096"
 
 
 def tensor_core(kernel):
-    return kernel.endswith("_bf16") or kernel.endswith("_tf32")
+    return kernel.endswith(("_bf16", "_tf32", "_fp8"))
 
 
 def ladder_sizes(rows):
@@ -183,15 +184,24 @@ def draw_shapes(rows, out_dir):
                f"{CHAPTER}: fp32 SGEMM on any shape, sgemm_best against cuBLAS", (9, 5.5), sharey=True)
 
 
-CEILING_COLOURS = {"cublas": "#4c72b0", "cublas_tf32": "#8172b2", "cublas_bf16": "#c44e52"}
+PRECISION_COLOURS = {"_bf16": "#c44e52", "_tf32": "#8172b2", "_fp8": "#dd8452"}
+CEILING_COLOURS = {"cublas": "#4c72b0", "cublas_tf32": "#8172b2", "cublas_bf16": "#c44e52",
+                   "cublaslt_fp8": "#dd8452"}
+
+
+def precision_colour(kernel):
+    """The ladder's bar colour: by the name's precision suffix, grey for fp32."""
+    return next((c for suffix, c in PRECISION_COLOURS.items() if kernel.endswith(suffix)), "#8c8c8c")
 
 
 def ladder_panel(ax, rows, gpu):
-    """Every version at LADDER_SIZE, fp32 ladder then tensor cores, and the three ceilings."""
+    """Every version at LADDER_SIZE, the fp32 ladder (its exercises after it), then the
+    tensor cores by precision, each in the order it ran; and the four ceilings."""
     at = [r for r in rows if r["size"] == LADDER_SIZE]
-    versions = [r for r in at if r["role"] != "ceiling"]
-    colours = ["#c44e52" if r["kernel"].endswith("_bf16") else "#8172b2" if r["kernel"].endswith("_tf32")
-               else "#8c8c8c" for r in versions]
+    order = ["#8c8c8c"] + list(PRECISION_COLOURS.values())
+    versions = sorted((r for r in at if r["role"] != "ceiling"),
+                      key=lambda r: (order.index(precision_colour(r["kernel"])), r["role"] == "exercise"))
+    colours = [precision_colour(r["kernel"]) for r in versions]
     ax.barh(range(len(versions)), [r["value"] for r in versions], color=colours)
     ax.set_yticks(range(len(versions)))
     ax.set_yticklabels([r["kernel"] for r in versions], fontsize=7)
@@ -201,10 +211,10 @@ def ladder_panel(ax, rows, gpu):
             ax.axvline(r["value"], color=CEILING_COLOURS[r["kernel"]], linestyle="--", linewidth=1.2,
                        label=f"{r['kernel']} {r['value']:.0f} TFLOP/s")
     ax.set_xscale("log")
-    ax.set_xlabel(f"TFLOP/s at {LADDER_SIZE} (log scale); grey fp32, purple TF32, red bf16")
+    ax.set_xlabel(f"TFLOP/s at {LADDER_SIZE} (log scale); grey fp32, red bf16, purple TF32, orange e4m3")
     ax.set_title(gpu, fontsize=10)
     ax.grid(alpha=0.3, axis="x", which="both")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right")  # over the fp32 bars, the shortest
 
 
 def draw_ladder(rows, out_dir):
