@@ -73,13 +73,24 @@ def bar_panel(ax, rows, unit):
     labels = [r["kernel"] for r in rows]
     bars = ax.bar(range(len(rows)), [r["value"] for r in rows],
                   color=[ROLE_COLOURS.get(r["role"], "#999999") for r in rows])
+    many = len(rows) > MANY_BARS  # then the labels stand upright, to keep clear of each other
     for bar, r in zip(bars, rows):
         ax.annotate(f"{r['pct_of_ceiling']:.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=8)
+                    ha="center", va="bottom", fontsize=7 if many else 8, rotation=90 if many else 0)
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels(labels, rotation=60 if many else 35, ha="right", fontsize=8)
     ax.set_ylabel(unit)
+    values = [r["value"] for r in rows if r["value"] > 0]
+    if values and max(values) > 30 * min(values):  # a few slow versions would flatten the rest
+        ax.set_yscale("log")
+        ax.set_ylabel(f"{unit} (log scale)")
+    ax.margins(y=0.15)
     ax.set_title(f"size {rows[0]['size']} (% of {rows[0]['ceiling']} on the bars)", fontsize=9)
+
+
+MANY_BARS = 16  # bars a panel holds at its usual width; more widen it
+MAX_WIDTH = 18  # inches of panels side by side; wider figures stack them
+LEGEND_INSIDE = 12  # versions a line panel's legend holds inside the axes; more go beside it
 
 
 def line_panel(ax, rows, unit):
@@ -98,7 +109,11 @@ def line_panel(ax, rows, unit):
     ax.set_ylabel(unit)
     if unit == "ms":
         ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    if len(kernels) <= LEGEND_INSIDE:
+        ax.legend(fontsize=7)
+    else:  # beside the panel, in as many columns of LEGEND_INSIDE as it takes
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  ncol=-(-len(kernels) // (2 * LEGEND_INSIDE)))
     ax.grid(alpha=0.3)
 
 
@@ -116,14 +131,24 @@ def draw_chapter(chapter, rows, out_dir):
                     panels.append(("bar", unit, [r for r in of_unit if r["size"] == s]))
             else:
                 panels.append(("line", unit, of_unit))
-        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
-        for ax, (kind, unit, prow) in zip(axes[0], panels):
+        # A line panel whose legend goes beside it gets the room of its legend too.
+        widths = [max(6, 0.4 * len(prow)) if kind == "bar"
+                  else 9 if len(unique(r["kernel"] for r in prow)) > LEGEND_INSIDE else 6
+                  for kind, _, prow in panels]
+        if sum(widths) <= MAX_WIDTH:  # side by side
+            fig, axes = plt.subplots(1, len(panels), figsize=(sum(widths), 4.5), squeeze=False,
+                                     gridspec_kw={"width_ratios": widths})
+            axes = axes[0]
+        else:  # one above the other
+            fig, axes = plt.subplots(len(panels), 1, figsize=(max(widths), 5 * len(panels)), squeeze=False)
+            axes = axes[:, 0]
+        for ax, (kind, unit, prow) in zip(axes, panels):
             (bar_panel if kind == "bar" else line_panel)(ax, prow, unit)
         fig.suptitle(f"{chapter} on {gpu}")
         fig.tight_layout()
         suffix = "" if len(unique(r["gpu"] for r in rows)) == 1 else "_" + gpu.replace(" ", "_")
         path = os.path.join(out_dir, f"{chapter}{suffix}.png")
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=110, bbox_inches="tight")  # a legend beside a panel included
         plt.close(fig)
         print(f"wrote {path}")
 
