@@ -66,23 +66,27 @@ def draw_sweep(rows, gpu, path):
     square = [r for r in rows if r["size"] in sizes and dims(r["size"]) and len(set(dims(r["size"]))) == 1]
     if not square:
         return
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
     for n, kernel in enumerate(unique(r["kernel"] for r in square)):
         pts = sorted((dims(r["size"])[0], r["value"] * 1e3) for r in square if r["kernel"] == kernel)
         role = next(r["role"] for r in square if r["kernel"] == kernel)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=kernel,
-                color=plt.cm.tab20(n % 20),
-                linestyle="--" if role == "ceiling" else "-",
+        colour = plt.cm.tab20(n % 20)
+        # The line joins the powers of two; an odd N (2047) is a hollow mark beside them.
+        even = [p for p in pts if p[0] & (p[0] - 1) == 0]
+        odd = [p for p in pts if p[0] & (p[0] - 1)]
+        ax.plot([p[0] for p in even], [p[1] for p in even], marker="o", markersize=3, label=kernel,
+                color=colour, linestyle="--" if role == "ceiling" else "-",
                 linewidth=2.2 if role in ("ceiling", "optimized") else 1.2)
+        ax.scatter([p[0] for p in odd], [p[1] for p in odd], s=22, facecolors="none", edgecolors=[colour])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("N (C = A B with A, B, C all N x N)")
+    ax.set_xlabel("N (C = A B with A, B, C all N x N; hollow marks: N not a power of two)")
     ax.set_ylabel("GFLOP/s (2 N^3 / time)")
     ax.set_title(f"{CHAPTER}: fp32 SGEMM on {gpu}")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the lines
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     print(f"wrote {path}")
 
