@@ -111,10 +111,10 @@ def draw_mlp(rows, gpu, path):
     ax.set_yscale("log")
     ax.set_ylabel("time (us), lower is better")
     ax.set_title(f"{CHAPTER}: chapter-07 MLP shapes (M x N x K) on {gpu}")
-    ax.legend(fontsize=7, ncol=4)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the bars
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     print(f"wrote {path}")
 
