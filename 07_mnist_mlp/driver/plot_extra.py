@@ -45,7 +45,7 @@ def save_figure(fig, out_dir, name, gpu, gpus):
     """Writes out_dir/name.png, or name_<GPU>.png when the results hold several GPUs."""
     suffix = "" if len(gpus) == 1 else "_" + gpu.replace(" ", "_")
     path = os.path.join(out_dir, f"{name}{suffix}.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # legends beside the axes included
     plt.close(fig)
     print(f"wrote {path}")
 
@@ -178,14 +178,21 @@ def draw(rows, out_dir):
         dataset = mine[0]["dataset"]
         batches = sorted({r["batch"] for r in mine}, reverse=True)
         fig, axes = plt.subplots(2, len(batches), figsize=(6.5 * len(batches), 8), squeeze=False)
+        # One style a trainer in every panel (20 colours, then dashed, then dotted), so that
+        # one legend beside the figure names them all.
+        impls = list(dict.fromkeys(r["impl"] for r in mine))
+        style = {impl: {"color": plt.cm.tab20(i % 20), "linestyle": ("-", "--", ":")[i // 20 % 3]}
+                 for i, impl in enumerate(impls)}
         for col, batch in enumerate(batches):
             of_batch = [r for r in mine if r["batch"] == batch]
             acc, ms = series(of_batch, "test_accuracy"), series(of_batch, "epoch_ms")
             for (impl, _), pts in acc.items():
                 if len(pts) > 1:
-                    axes[0][col].plot([e for e, _ in pts], [v for _, v in pts], marker="o", markersize=3, label=impl)
+                    axes[0][col].plot([e for e, _ in pts], [v for _, v in pts], marker="o", markersize=3,
+                                      label=impl, **style[impl])
             for (impl, _), pts in ms.items():
-                axes[1][col].plot([e for e, _ in pts], [v for _, v in pts], marker="o", markersize=3, label=impl)
+                axes[1][col].plot([e for e, _ in pts], [v for _, v in pts], marker="o", markersize=3,
+                                  label=impl, **style[impl])
             axes[0][col].set_title(f"test accuracy, batch {batch} ({dataset})", fontsize=9)
             axes[0][col].set_xlabel("epoch")
             axes[0][col].set_ylabel("%")
@@ -195,7 +202,8 @@ def draw(rows, out_dir):
             axes[1][col].set_yscale("log")
             for ax in (axes[0][col], axes[1][col]):
                 ax.grid(alpha=0.3)
-                ax.legend(fontsize=7)
+        handles = [plt.Line2D([], [], marker="o", markersize=3, **style[impl]) for impl in impls]
+        fig.legend(handles, impls, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 0.95))
         fig.suptitle(f"07_mnist_mlp per epoch on {gpu}")
         fig.tight_layout()
         save_figure(fig, out_dir, "07_mnist_mlp_epochs", gpu, {r["gpu"] for r in epochs})
