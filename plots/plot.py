@@ -88,7 +88,7 @@ def bar_panel(ax, rows, unit):
     ax.set_title(f"size {rows[0]['size']} (% of {rows[0]['ceiling']} on the bars)", fontsize=9)
 
 
-MANY_BARS = 16  # bars a panel holds at its usual width; more widen it
+MANY_BARS = 16  # bars whose labels fit lying at 35 degrees; more stand upright
 MAX_WIDTH = 18  # inches of panels side by side; wider figures stack them
 LEGEND_INSIDE = 12  # versions a line panel's legend holds inside the axes; more go beside it
 
@@ -111,7 +111,7 @@ def line_panel(ax, rows, unit):
         ax.set_yscale("log")
     if len(kernels) <= LEGEND_INSIDE:
         ax.legend(fontsize=7)
-    else:  # beside the panel, in as many columns of LEGEND_INSIDE as it takes
+    else:  # beside the panel, in columns of up to twice LEGEND_INSIDE names
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   ncol=-(-len(kernels) // (2 * LEGEND_INSIDE)))
     ax.grid(alpha=0.3)
