@@ -111,15 +111,15 @@ def full_blocks(m, c, M, N):
     return m.occupancy[c]
 
 
-def rounds(m, c, tiles_m, tiles_n, splits, full=None):
+def rounds(m, c, tiles_m, tiles_n, splits, full):
+    """tc_model_rounds: an SM counts as full with `full` blocks (full_blocks)."""
     sched = CANDIDATES[c][3]
     if sched == "cluster":
         return ceil(ceil(tiles_m, 2) * tiles_n, m.cluster_fit)
     b = ceil(tiles_m * tiles_n * splits, m.sms)
     if sched == "persistent":
         return b
-    occ = m.occupancy[c] if full is None else full
-    return occ if b < occ else b
+    return full if b < full else b
 
 
 def warp_share(c, M, N):

@@ -183,9 +183,9 @@ static inline int tc_model_full_blocks(const TcMachine *m, int c, int M, int N)
 }
 
 /* Block times of the busiest SM (or rounds of the persistent and cluster kernels), where an
- * SM counts as full with `full` blocks: see ROUNDS. */
-static inline long long tc_model_rounds_at(const TcMachine *m, int c, long long tiles_m,
-                                           long long tiles_n, int splits, int full)
+ * SM counts as full with `full` blocks (tc_model_full_blocks): see ROUNDS. */
+static inline long long tc_model_rounds(const TcMachine *m, int c, long long tiles_m,
+                                        long long tiles_n, int splits, int full)
 {
     const TcCandidate *cd = &TC_CANDIDATES[c];
     if (cd->schedule == TC_SCHED_CLUSTER)
@@ -193,13 +193,6 @@ static inline long long tc_model_rounds_at(const TcMachine *m, int c, long long 
     long long blocks = tiles_m * tiles_n * splits, b = tc_model_ceil(blocks, m->sms);
     if (cd->schedule == TC_SCHED_PERSISTENT) return b;
     return b < full ? full : b;
-}
-
-/* The same, an SM full with as many blocks as it holds. */
-static inline long long tc_model_rounds(const TcMachine *m, int c, long long tiles_m,
-                                        long long tiles_n, int splits)
-{
-    return tc_model_rounds_at(m, c, tiles_m, tiles_n, splits, m->occupancy[c]);
 }
 
 /* The share of its 64 x 64 that mma_skinny's busiest warp multiplies: its m-tiles of 16 rows
@@ -227,7 +220,7 @@ static inline double tc_model_part_us(const TcMachine *m, int c, int M, int N, i
     double flops = 2.0 * cd->bm * cd->bn * (double)(per * m->bk) * tc_model_warp_share(c, M, N);
     double block_us = flops / (m->flops_per_us * f->eff) + f->fixed_us;
     long long rounds =
-        tc_model_rounds_at(m, c, tiles_m, tiles_n, splits, tc_model_full_blocks(m, c, M, N));
+        tc_model_rounds(m, c, tiles_m, tiles_n, splits, tc_model_full_blocks(m, c, M, N));
     double compute = (double)rounds * block_us;
     double mn = (double)M * N;
     double bytes = (double)m->elem_bytes * ((double)M + N) * K + 4.0 * mn * (beta_zero ? 1.0 : 2.0);

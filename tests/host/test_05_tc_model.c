@@ -67,13 +67,13 @@ static void test_helpers(void)
                tc_model_splits(10, 64) == 10,
            "05 tc model: split counts as the launch makes them");
     TcMachine m = h100(2, &SELFTEST);
-    expect(tc_model_rounds(&m, TC_CAND_WS, 12, 11, 1) == 1 &&
-               tc_model_rounds(&m, TC_CAND_WS, 7, 19, 1) == 2,
+    expect(tc_model_rounds(&m, TC_CAND_WS, 12, 11, 1, m.occupancy[TC_CAND_WS]) == 1 &&
+               tc_model_rounds(&m, TC_CAND_WS, 7, 19, 1, m.occupancy[TC_CAND_WS]) == 2,
            "05 tc model: 132 tiles one round, 133 two");
-    expect(tc_model_rounds(&m, TC_CAND_SPLITK, 1, 132, 1) == 2 &&
-               tc_model_rounds(&m, TC_CAND_SPLITK, 2, 132, 1) == 2 &&
-               tc_model_rounds(&m, TC_CAND_SPLITK, 2, 132, 2) == 4 &&
-               tc_model_rounds(&m, TC_CAND_SPLITK, 1, 265, 1) == 3,
+    expect(tc_model_rounds(&m, TC_CAND_SPLITK, 1, 132, 1, m.occupancy[TC_CAND_SPLITK]) == 2 &&
+               tc_model_rounds(&m, TC_CAND_SPLITK, 2, 132, 1, m.occupancy[TC_CAND_SPLITK]) == 2 &&
+               tc_model_rounds(&m, TC_CAND_SPLITK, 2, 132, 2, m.occupancy[TC_CAND_SPLITK]) == 4 &&
+               tc_model_rounds(&m, TC_CAND_SPLITK, 1, 265, 1, m.occupancy[TC_CAND_SPLITK]) == 3,
            "05 tc model: two split-K blocks an SM, a lone one counted as two");
     /* mma_skinny: one block fills an SM where its tile holds 240 of its 256 rows or more */
     expect(tc_model_full_blocks(&m, TC_CAND_SKINNY, 1822, 123) == 1 &&
@@ -81,12 +81,13 @@ static void test_helpers(void)
                tc_model_full_blocks(&m, TC_CAND_SKINNY, 5235, 95) == 2 &&
                tc_model_full_blocks(&m, TC_CAND_SKINNY, 33, 7391) == 2 &&
                tc_model_full_blocks(&m, TC_CAND_SPLITK, 4096, 4096) == 2 &&
-               tc_model_rounds_at(&m, TC_CAND_SKINNY, 15, 1, 8, 1) == 1 &&
-               tc_model_rounds_at(&m, TC_CAND_SKINNY, 15, 1, 8, 2) == 2,
+               tc_model_rounds(&m, TC_CAND_SKINNY, 15, 1, 8, 1) == 1 &&
+               tc_model_rounds(&m, TC_CAND_SKINNY, 15, 1, 8, 2) == 2,
            "05 tc model: a lone mma_skinny block fills an SM where its tiles are full");
     /* 4097^2 in 128x256 tiles: 33 x 17; pairs of tile rows: 17 x 17 = 289 over 66 clusters */
-    expect(tc_model_rounds(&m, TC_CAND_CLUSTER, 33, 17, 1) == 5 &&
-               tc_model_rounds(&m, TC_CAND_PERSISTENT, 33, 17, 1) == 5,
+    expect(tc_model_rounds(&m, TC_CAND_CLUSTER, 33, 17, 1, m.occupancy[TC_CAND_CLUSTER]) == 5 &&
+               tc_model_rounds(&m, TC_CAND_PERSISTENT, 33, 17, 1,
+                               m.occupancy[TC_CAND_PERSISTENT]) == 5,
            "05 tc model: the cluster kernel deals pairs of tiles, the persistent one tiles");
 }
 
