@@ -39,8 +39,16 @@ SWEEP_KERNELS = {"best", "hopper", "cublas"}
 LADDER_SIZE = "4096x4096x4096"
 
 
+TC_PRECISIONS = ("_bf16", "_tf32", "_fp8")  # the tensor-core versions' name suffixes
+
+
+def precision(kernel):
+    """The name's tensor-core suffix (one of TC_PRECISIONS), or "" for an fp32 version."""
+    return next((p for p in TC_PRECISIONS if kernel.endswith(p)), "")
+
+
 def tensor_core(kernel):
-    return kernel.endswith(("_bf16", "_tf32", "_fp8"))
+    return precision(kernel) != ""
 
 
 def ladder_sizes(rows):
@@ -188,24 +196,20 @@ def draw_shapes(rows, out_dir):
                f"{CHAPTER}: fp32 SGEMM on any shape, sgemm_best against cuBLAS", (9, 5.5), sharey=True)
 
 
-PRECISION_COLOURS = {"_bf16": "#c44e52", "_tf32": "#8172b2", "_fp8": "#dd8452"}
+PRECISION_COLOURS = {"": "#8c8c8c", "_bf16": "#c44e52", "_tf32": "#8172b2", "_fp8": "#dd8452"}
 CEILING_COLOURS = {"cublas": "#4c72b0", "cublas_tf32": "#8172b2", "cublas_bf16": "#c44e52",
                    "cublaslt_fp8": "#dd8452"}
 
-
-def precision_colour(kernel):
-    """The ladder's bar colour: by the name's precision suffix, grey for fp32."""
-    return next((c for suffix, c in PRECISION_COLOURS.items() if kernel.endswith(suffix)), "#8c8c8c")
 
 
 def ladder_panel(ax, rows, gpu):
     """Every version at LADDER_SIZE, the fp32 ladder (its exercises after it), then the
     tensor cores by precision, each in the order it ran; and the four ceilings."""
     at = [r for r in rows if r["size"] == LADDER_SIZE]
-    order = ["#8c8c8c"] + list(PRECISION_COLOURS.values())
+    order = ("",) + TC_PRECISIONS
     versions = sorted((r for r in at if r["role"] != "ceiling"),
-                      key=lambda r: (order.index(precision_colour(r["kernel"])), r["role"] == "exercise"))
-    colours = [precision_colour(r["kernel"]) for r in versions]
+                      key=lambda r: (order.index(precision(r["kernel"])), r["role"] == "exercise"))
+    colours = [PRECISION_COLOURS[precision(r["kernel"])] for r in versions]
     ax.barh(range(len(versions)), [r["value"] for r in versions], color=colours)
     ax.set_yticks(range(len(versions)))
     ax.set_yticklabels([r["kernel"] for r in versions], fontsize=7)
