@@ -38,7 +38,7 @@ Options (key=value, separated by spaces; a value may be a comma-separated list):
                             the rest of the chapter's rows (so a num can name any version)
   label=kernel,size         the columns that name a row (default: kernel, or impl for the
                             epochs and stages; size is added when several sizes are shown)
-  stat=geomean|min|max|mean|count|argmin|argmax
+  stat=geomean|min|max|mean|median|count|argmin|argmax
                             (num) one number over all the rows selected: argmin/argmax give
                             the label of the row with the smallest/largest field
   pivot=kernel              (table) one row a size, one column per kernel and GPU, showing
@@ -248,8 +248,12 @@ def render_num(opts, results):
         x = max(nums)
     elif stat == "mean":
         x = sum(nums) / len(nums)
+    elif stat == "median":  # repeated runs of one key, e.g. builds alternated on one GPU
+        s, h = sorted(nums), len(nums) // 2
+        x = s[h] if len(s) % 2 else (s[h - 1] + s[h]) / 2
     else:
-        raise Bad(f"stat '{stat}' is not one of geomean, min, max, mean, count, argmin, argmax")
+        raise Bad(f"stat '{stat}' is not one of geomean, min, max, mean, median, count, argmin, "
+                  "argmax")
     return f"{x:.1f}%" if field == "pct" else sig(x, 4)
 
 
