@@ -54,6 +54,7 @@ import glob
 import math
 import os
 import re
+import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -249,8 +250,7 @@ def render_num(opts, results):
     elif stat == "mean":
         x = sum(nums) / len(nums)
     elif stat == "median":  # repeated runs of one key, e.g. builds alternated on one GPU
-        s, h = sorted(nums), len(nums) // 2
-        x = s[h] if len(s) % 2 else (s[h - 1] + s[h]) / 2
+        x = statistics.median(nums)
     else:
         raise Bad(f"stat '{stat}' is not one of geomean, min, max, mean, median, count, argmin, "
                   "argmax")
